@@ -1,0 +1,24 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="tornchat",
+    version="0.1.0",
+    description="A self-hosted team chat server speaking the Zulip REST API, in one process and one SQLite file",
+    python_requires=">=3.11",
+    packages=find_packages(include=["tornchat", "tornchat.*", "storage", "storage.*", "scheduler", "scheduler.*"]),
+    package_data={"storage": ["migrations/*.sql", "schema.sql"]},
+    install_requires=[
+        "tornado>=6.4",
+        "msgspec>=0.18",
+        "pynacl>=1.5",
+        "markdown-it-py>=3.0",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-tornado>=0.8",
+            "zulip>=0.9",
+        ],
+    },
+    entry_points={"console_scripts": ["tornchat=tornchat.cli:main"]},
+)

@@ -1,0 +1,464 @@
+"""Users: accounts, authentication, API objects, and the administrators' actions on them."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import hmac
+import re
+from typing import Any
+
+import msgspec
+
+from storage import groups, passwords, profile_fields
+from storage.db import Tx
+from storage.errors import ApiError, insufficient_permission, must_be_admin, must_be_owner, no_such_user
+from storage.groups import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MODERATOR, ROLE_OWNER, ROLES
+from storage.realm import MAX_NAME_LENGTH, Realm, get_realm
+
+EVERYONE, MEMBERS, ADMINS, NOBODY, MODERATORS = 1, 2, 3, 4, 5
+# Email-visibility settings whose real addresses each role may see.
+VISIBLE_TO_ROLE = {
+    ROLE_OWNER: {EVERYONE, MEMBERS, ADMINS, MODERATORS},
+    ROLE_ADMINISTRATOR: {EVERYONE, MEMBERS, ADMINS, MODERATORS},
+    ROLE_MODERATOR: {EVERYONE, MEMBERS, MODERATORS},
+    groups.ROLE_MEMBER: {EVERYONE, MEMBERS},
+    ROLE_GUEST: {EVERYONE},
+}
+INVALID_NAME_CHARACTERS = set('*`\\>"@')
+_EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@([A-Za-z0-9-]+\.)*[A-Za-z0-9-]+$")
+MIN_PASSWORD_LENGTH = 6
+
+
+class User(msgspec.Struct, frozen=True):
+    """A users row without its password hash."""
+
+    id: int
+    delivery_email: str
+    full_name: str
+    api_key: str
+    role: int
+    is_active: bool
+    is_bot: bool
+    bot_type: int | None
+    bot_owner_id: int | None
+    timezone: str
+    date_joined: int
+    avatar_source: str
+    avatar_version: int
+    email_address_visibility: int
+    is_imported_stub: bool
+    can_create_users: bool
+    can_change_user_emails: bool
+    enable_drafts_synchronization: bool
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == ROLE_OWNER
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role in (ROLE_OWNER, ROLE_ADMINISTRATOR)
+
+    @property
+    def is_moderator(self) -> bool:
+        return self.role in (ROLE_OWNER, ROLE_ADMINISTRATOR, ROLE_MODERATOR)
+
+    @property
+    def is_guest(self) -> bool:
+        return self.role == ROLE_GUEST
+
+
+USER_COLUMNS = ", ".join(User.__struct_fields__)
+
+
+def _user(row: Any) -> User | None:
+    # strict=False turns SQLite's 0/1 into the Struct's booleans.
+    return None if row is None else msgspec.convert(dict(row), User, strict=False)
+
+
+def get_user_by_id(tx: Tx, user_id: int) -> User | None:
+    """Return the user with this id, active or not, or None."""
+    return _user(tx.one(f"SELECT {USER_COLUMNS} FROM users WHERE id = ?", (user_id,)))
+
+
+def get_user_by_delivery_email(tx: Tx, email: str) -> User | None:
+    """Return the user whose real email matches (case-insensitively), or None."""
+    return _user(tx.one(f"SELECT {USER_COLUMNS} FROM users WHERE delivery_email = ?", (email.strip(),)))
+
+
+def dummy_email(user_id: int, realm: Realm) -> str:
+    return f"user{user_id}@{realm.email_host}"
+
+
+def get_user_by_api_email(tx: Tx, email: str, realm: Realm) -> User | None:
+    """Return the user an API email names: a dummy `user{id}@host` address or a real one."""
+    match = re.fullmatch(r"user(\d+)@(.+)", email.strip(), re.IGNORECASE)
+    if match and match.group(2).lower() == realm.email_host.lower():
+        return get_user_by_id(tx, int(match.group(1)))
+    return get_user_by_delivery_email(tx, email)
+
+
+def api_email(user: User, realm: Realm) -> str:
+    """Return the address the API shows: real when visible to everyone (and for bots), else dummy."""
+    if user.is_bot or user.email_address_visibility == EVERYONE:
+        return user.delivery_email
+    return dummy_email(user.id, realm)
+
+
+def can_see_delivery_email(viewer: User | None, user: User) -> bool:
+    if viewer is None:
+        return False
+    if viewer.id == user.id or user.is_bot:
+        return True
+    return user.email_address_visibility in VISIBLE_TO_ROLE[viewer.role]
+
+
+def avatar_url(user: User) -> str:
+    """Return the gravatar URL of a user: md5 of the lower-cased email, versioned."""
+    digest = hashlib.md5(user.delivery_email.lower().encode(), usedforsecurity=False).hexdigest()
+    return f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}"
+
+
+def iso_minutes(timestamp: int) -> str:
+    moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M+00:00")
+
+
+def user_object(
+    viewer: User | None,
+    user: User,
+    realm: Realm,
+    client_gravatar: bool,
+    profile_data: dict[str, dict[str, str]] | None,
+) -> dict[str, Any]:
+    """Return the API user object (spec 2.5) of `user` as `viewer` may see it."""
+    email_visible = can_see_delivery_email(viewer, user)
+    result: dict[str, Any] = {
+        "email": api_email(user, realm),
+        "user_id": user.id,
+        "avatar_version": user.avatar_version,
+        "is_admin": user.is_admin,
+        "is_owner": user.is_owner,
+        "is_guest": user.is_guest,
+        "role": user.role,
+        "is_bot": user.is_bot,
+        "full_name": user.full_name,
+        "timezone": user.timezone,
+        "is_active": user.is_active,
+        "date_joined": iso_minutes(user.date_joined),
+        "delivery_email": user.delivery_email if email_visible else None,
+        "is_imported_stub": user.is_imported_stub,
+        "avatar_url": None if client_gravatar and email_visible and user.avatar_source == "G" else avatar_url(user),
+        "bot_type": user.bot_type,
+        "bot_owner_id": user.bot_owner_id,
+    }
+    if profile_data is not None and not user.is_bot:
+        result["profile_data"] = profile_data
+    return result
+
+
+def users_objects(
+    tx: Tx, viewer: User, realm: Realm, users: list[User], client_gravatar: bool, include_profile: bool
+) -> list[dict[str, Any]]:
+    """Return API objects for several users with one query for their profile data."""
+    values = profile_fields.values_by_user(tx, [u.id for u in users]) if include_profile else {}
+    return [
+        user_object(viewer, u, realm, client_gravatar, values.get(u.id, {}) if include_profile else None)
+        for u in users
+    ]
+
+
+def own_user_object(tx: Tx, user: User, realm: Realm) -> dict[str, Any]:
+    """Return GET /users/me: the user's own object, flat, with profile data and max_message_id."""
+    data = user_object(user, user, realm, False, profile_fields.values_by_user(tx, [user.id]).get(user.id, {}))
+    data.pop("bot_type")
+    data.pop("bot_owner_id")
+    data["max_message_id"] = max_message_id(tx, user)
+    return data
+
+
+def max_message_id(tx: Tx, user: User) -> int:
+    """Return the id of the newest message the user has received, or -1 when there is none.
+
+    The message tables arrive with the messages issue; until then no user has received any.
+    """
+    return -1
+
+
+def check_email(email: str) -> str:
+    """Return the stripped email if it is a valid address, else raise "Bad name or username"."""
+    email = email.strip()
+    if len(email) > 254 or not _EMAIL_RE.match(email):
+        raise ApiError("Bad name or username")
+    return email
+
+
+def check_full_name(full_name: str) -> str:
+    """Return the stripped name, or raise the API's error for a name that cannot be used."""
+    name = full_name.strip()
+    if len(name) > MAX_NAME_LENGTH:
+        raise ApiError("Name too long!")
+    if not name:
+        raise ApiError("Name too short!")
+    if any(c in INVALID_NAME_CHARACTERS or not c.isprintable() for c in name):
+        raise ApiError("Invalid characters in name!")
+    return name
+
+
+def create_user(
+    tx: Tx,
+    email: str,
+    full_name: str,
+    password: str | None,
+    role: int = groups.ROLE_MEMBER,
+    *,
+    can_create_users: bool = False,
+    can_change_user_emails: bool = False,
+) -> User:
+    """Create an active user in the realm's system groups; raise ApiError for a bad or taken email."""
+    email = check_email(email)
+    full_name = check_full_name(full_name)
+    if role not in ROLES:
+        raise ApiError("Invalid role")
+    if get_user_by_delivery_email(tx, email) is not None:
+        raise ApiError("Email is already in use.")
+    visibility = tx.value("SELECT default_email_address_visibility FROM realm")
+    cursor = tx.execute(
+        "INSERT INTO users (delivery_email, full_name, password_hash, api_key, role, date_joined,"
+        " email_address_visibility, can_create_users, can_change_user_emails)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            email, full_name, passwords.hash_password(password) if password else None,
+            passwords.generate_api_key(), role, tx.timestamp, visibility, can_create_users, can_change_user_emails,
+        ),
+    )
+    user = get_user_by_id(tx, int(cursor.lastrowid or 0))
+    assert user is not None
+    realm = get_realm(tx)
+    audience = groups.active_user_ids(tx)
+    tx.publish({"type": "realm_user", "op": "add", "person": user_object(None, user, realm, False, {})}, audience)
+    groups.set_role_groups(tx, user.id, None, role)
+    return user
+
+
+def create_user_by_admin(tx: Tx, actor: User, email: str, password: str, full_name: str) -> int:
+    """POST /users: create a member account; return its id."""
+    if not actor.is_admin:
+        raise must_be_admin()
+    if not actor.can_create_users:
+        raise ApiError("User not authorized to create users")
+    check_full_name(full_name)
+    email = check_email(email)
+    if get_user_by_delivery_email(tx, email) is not None:
+        raise ApiError("Email is already in use.")
+    if len(password) < MIN_PASSWORD_LENGTH or len(set(password)) < 3:
+        raise ApiError("The password is too weak.")
+    return create_user(tx, email, full_name, password).id
+
+
+def authenticate(tx: Tx, email: str, api_key: str, realm: Realm) -> User:
+    """Return the active user these HTTP Basic credentials name; raise 401 ApiError otherwise."""
+    if not passwords.is_well_formed_api_key(api_key):
+        raise unauthorized("Malformed API key")
+    user = get_user_by_api_email(tx, email, realm)
+    # Compare keys in constant time; a missing user is compared against a dummy of equal length.
+    expected = user.api_key if user is not None else "x" * passwords.API_KEY_LENGTH
+    if not hmac.compare_digest(expected.encode(), api_key.encode()) or user is None:
+        raise unauthorized("Invalid API key")
+    if not user.is_active:
+        raise unauthorized("Account is deactivated")
+    return user
+
+
+def unauthorized(msg: str) -> ApiError:
+    return ApiError(msg, "UNAUTHORIZED", 401, headers={"WWW-Authenticate": 'Basic realm="zulip"'})
+
+
+def fetch_api_key(tx: Tx, username: str, password: str) -> dict[str, Any]:
+    """POST /fetch_api_key: return {api_key, email, user_id}; raise 401 ApiError on failure."""
+    if not _EMAIL_RE.match(username.strip()):
+        raise ApiError("Enter a valid email address.")
+    row = tx.one("SELECT id, password_hash FROM users WHERE delivery_email = ?", (username.strip(),))
+    if row is not None and row["password_hash"] is None:
+        raise ApiError(
+            "Your password has been disabled and needs to be reset", "PASSWORD_RESET_REQUIRED", 401
+        )
+    if row is None or not passwords.check_password(password, row["password_hash"]):
+        raise ApiError("Your username or password is incorrect", "AUTHENTICATION_FAILED", 401)
+    user = get_user_by_id(tx, row["id"])
+    assert user is not None
+    if not user.is_active:
+        raise ApiError("Account is deactivated", "USER_DEACTIVATED", 401)
+    return {"api_key": user.api_key, "email": user.delivery_email, "user_id": user.id}
+
+
+def access_user_by_id(tx: Tx, actor: User, user_id: int, *, for_admin: bool) -> User:
+    """Return a user the actor may act on; "No such user" / "Insufficient permission" otherwise."""
+    target = get_user_by_id(tx, user_id)
+    if target is None:
+        raise no_such_user()
+    if for_admin and not actor.is_admin and not (target.is_bot and target.bot_owner_id == actor.id):
+        raise insufficient_permission()
+    return target
+
+
+def access_user_by_email(tx: Tx, actor: User, email: str, realm: Realm) -> User:
+    """Return the user a real or dummy email names, if the actor may see that real email."""
+    match = re.fullmatch(r"user(\d+)@(.+)", email.strip(), re.IGNORECASE)
+    if match and match.group(2).lower() == realm.email_host.lower():
+        target = get_user_by_id(tx, int(match.group(1)))
+    else:
+        target = get_user_by_delivery_email(tx, email)
+        if target is not None and not can_see_delivery_email(actor, target):
+            target = None
+    if target is None:
+        raise no_such_user()
+    return target
+
+
+def list_users(tx: Tx, user_ids: list[int] | None) -> list[User]:
+    """Return users (active and not, bots included) by id; all of them when user_ids is None."""
+    if user_ids is None:
+        rows = tx.all(f"SELECT {USER_COLUMNS} FROM users ORDER BY id")
+    else:
+        rows = tx.all(
+            f"SELECT {USER_COLUMNS} FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (msgspec.json.encode(user_ids).decode(),),
+        )
+    return [msgspec.convert(dict(row), User, strict=False) for row in rows]
+
+
+def count_active_owners(tx: Tx) -> int:
+    return int(tx.value("SELECT count(*) FROM users WHERE role = ? AND is_active AND NOT is_bot", (ROLE_OWNER,)))
+
+
+def is_only_owner(tx: Tx, user: User) -> bool:
+    return user.is_owner and user.is_active and not user.is_bot and count_active_owners(tx) == 1
+
+
+def _publish_person(tx: Tx, person: dict[str, Any]) -> None:
+    tx.publish({"type": "realm_user", "op": "update", "person": person}, groups.active_user_ids(tx))
+
+
+def change_role(tx: Tx, actor: User, target: User, role: int) -> None:
+    """Change a user's role following spec 4.8's rules; move them between system groups."""
+    if role == target.role:
+        return
+    if ROLE_OWNER in (role, target.role) and not actor.is_owner:
+        raise must_be_owner()
+    if not actor.is_admin:
+        raise must_be_admin()
+    if target.is_owner and is_only_owner(tx, target):
+        raise ApiError("The owner permission cannot be removed from the only organization owner.")
+    # Spec 3: guests cannot be administrators. A guest is first made a member, then promoted.
+    if target.is_guest and role in (ROLE_OWNER, ROLE_ADMINISTRATOR):
+        raise ApiError("Guests cannot be organization administrators")
+    tx.execute("UPDATE users SET role = ? WHERE id = ?", (role, target.id))
+    groups.set_role_groups(tx, target.id, target.role, role)
+    _publish_person(tx, {"user_id": target.id, "role": role})
+
+
+def change_full_name(tx: Tx, target: User, full_name: str) -> None:
+    if full_name == target.full_name or not full_name.strip():
+        return
+    name = check_full_name(full_name)
+    tx.execute("UPDATE users SET full_name = ? WHERE id = ?", (name, target.id))
+    _publish_person(tx, {"user_id": target.id, "full_name": name})
+
+
+def change_email(tx: Tx, actor: User, target: User, new_email: str, realm: Realm) -> None:
+    """Change a user's real email; the actor must be an owner with can_change_user_emails."""
+    if not (actor.is_owner and actor.can_change_user_emails):
+        raise ApiError("User not authorized to change user emails")
+    email = new_email.strip()
+    if not _EMAIL_RE.match(email):
+        raise ApiError("Invalid new email address.")
+    if email.lower() == target.delivery_email.lower():
+        return
+    if get_user_by_delivery_email(tx, email) is not None:
+        raise ApiError("New email value error: Already has an account.")
+    tx.execute("UPDATE users SET delivery_email = ? WHERE id = ?", (email, target.id))
+    _publish_person(tx, {"user_id": target.id, "delivery_email": email})
+    if api_email(target, realm) == target.delivery_email:
+        _publish_person(tx, {"user_id": target.id, "new_email": email})
+
+
+def update_user(
+    tx: Tx,
+    actor: User,
+    user_id: int,
+    realm: Realm,
+    *,
+    full_name: str | None,
+    role: int | None,
+    profile_data: list[tuple[int, Any]] | None,
+    new_email: str | None,
+) -> None:
+    """PATCH /users/{id}: apply every given change, or none (the transaction rolls back on error)."""
+    target = access_user_by_id(tx, actor, user_id, for_admin=True)
+    if role is not None:
+        change_role(tx, actor, target, role)
+    if full_name is not None:
+        change_full_name(tx, target, full_name)
+    if profile_data is not None:
+        for change in profile_fields.set_values(tx, target.id, profile_data):
+            _publish_person(tx, {"user_id": target.id, "custom_profile_field": change})
+    if new_email is not None:
+        change_email(tx, actor, target, new_email, realm)
+
+
+def deactivate_user(tx: Tx, actor: User, user_id: int) -> None:
+    """Deactivate a user and the bots they own; the only owner cannot be deactivated."""
+    target = actor if user_id == actor.id else access_user_by_id(tx, actor, user_id, for_admin=True)
+    if target.is_owner and not actor.is_owner:
+        raise must_be_owner()
+    if is_only_owner(tx, target):
+        raise ApiError("Cannot deactivate the only organization owner")
+    if not target.is_active:
+        raise ApiError("User is already deactivated")
+    affected = [target.id] + tx.column(
+        "SELECT id FROM users WHERE bot_owner_id = ? AND is_active ORDER BY id", (target.id,)
+    )
+    for uid in affected:
+        tx.execute("UPDATE users SET is_active = 0 WHERE id = ?", (uid,))
+        _publish_person(tx, {"user_id": uid, "is_active": False})
+
+
+def reactivate_user(tx: Tx, actor: User, user_id: int) -> None:
+    """Reactivate a deactivated user (administrators only)."""
+    target = access_user_by_id(tx, actor, user_id, for_admin=True)
+    if target.is_owner and not actor.is_owner:
+        raise must_be_owner()
+    if target.is_active:
+        raise ApiError("User is already active")
+    tx.execute("UPDATE users SET is_active = 1 WHERE id = ?", (target.id,))
+    _publish_person(tx, {"user_id": target.id, "is_active": True})
+
+
+def touch_last_active(tx: Tx, user_id: int) -> None:
+    """Record that the user made a request now (for "active in the last 14 days")."""
+    tx.execute("UPDATE users SET last_active = ? WHERE id = ?", (tx.timestamp, user_id))
+
+
+def list_user_objects(
+    tx: Tx, viewer: User, realm: Realm, user_ids: list[int] | None, client_gravatar: bool, include_profile: bool
+) -> list[dict[str, Any]]:
+    """GET /users: API objects of all users (or of user_ids), deactivated users and bots included."""
+    return users_objects(tx, viewer, realm, list_users(tx, user_ids), client_gravatar, include_profile)
+
+
+def user_object_by_id(
+    tx: Tx, viewer: User, realm: Realm, user_id: int, client_gravatar: bool, include_profile: bool
+) -> dict[str, Any]:
+    """GET /users/{id}: one user's API object; raise "No such user" if there is none."""
+    target = access_user_by_id(tx, viewer, user_id, for_admin=False)
+    return users_objects(tx, viewer, realm, [target], client_gravatar, include_profile)[0]
+
+
+def user_object_by_email(
+    tx: Tx, viewer: User, realm: Realm, email: str, client_gravatar: bool, include_profile: bool
+) -> dict[str, Any]:
+    """GET /users/{email}: by real email (if visible to the viewer) or dummy address."""
+    target = access_user_by_email(tx, viewer, email, realm)
+    return users_objects(tx, viewer, realm, [target], client_gravatar, include_profile)[0]

@@ -1,0 +1,89 @@
+"""Where the layers meet: the Server (database, realm, events, limits) and the route table."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import tornado.web
+
+from storage import realm as realm_storage
+from storage import users
+from storage.db import Database
+from tornchat.base import LAST_ACTIVE_RESOLUTION, NotFoundHandler
+from tornchat.events import EventBus
+from tornchat.handlers import groups, profile_fields, server, users as user_handlers
+from tornchat.ratelimit import FailureLimiter
+from tornchat.settings import Settings
+
+access_log = logging.getLogger("tornchat.access")
+
+# Brute-force protection of POST /fetch_api_key: failures allowed per window, per key.
+LOGIN_FAILURES_PER_USERNAME = 5
+LOGIN_FAILURES_PER_ADDRESS = 30
+LOGIN_FAILURE_WINDOW = 300.0
+
+
+class LoginLimiter:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.username = FailureLimiter(LOGIN_FAILURES_PER_USERNAME, LOGIN_FAILURE_WINDOW, clock)
+        self.address = FailureLimiter(LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURE_WINDOW, clock)
+
+
+class Server:
+    """Everything a handler reaches through `self.server`, created once per process."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.events = EventBus()
+        self.db = Database(settings.database_path, clock, self.events.publish)
+        self.realm = self.db.read(realm_storage.get_realm)
+        self.login_limiter = LoginLimiter(clock)
+        self._last_active: dict[int, float] = {}
+
+    def note_active(self, user_id: int) -> None:
+        """Record activity, writing at most once per LAST_ACTIVE_RESOLUTION per user."""
+        now = self.clock()
+        if now - self._last_active.get(user_id, float("-inf")) >= LAST_ACTIVE_RESOLUTION:
+            self._last_active[user_id] = now
+            self.db.write(users.touch_last_active, user_id)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+API = r"/api/v1"
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
+    (r"/server_settings", server.ServerSettingsHandler),
+    (r"/fetch_api_key", server.FetchApiKeyHandler),
+    (r"/users", user_handlers.UsersHandler),
+    (r"/users/me", user_handlers.OwnUserHandler),
+    (r"/users/(\d+)", user_handlers.UserByIdHandler),
+    (r"/users/(\d+)/reactivate", user_handlers.ReactivateUserHandler),
+    (r"/users/([^/]+)", user_handlers.UserByEmailHandler),
+    (r"/user_groups", groups.UserGroupsHandler),
+    (r"/user_groups/create", groups.CreateUserGroupHandler),
+    (r"/realm/profile_fields", profile_fields.ProfileFieldsHandler),
+]
+
+
+def log_request(handler: tornado.web.RequestHandler) -> None:
+    request = handler.request
+    access_log.info(
+        "%s %s %d %.1fms", request.method, request.path, handler.get_status(), 1000 * request.request_time()
+    )
+
+
+def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
+    """Return the Tornado application serving the API from this Server."""
+    handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
+    return tornado.web.Application(
+        handlers,  # type: ignore[arg-type]
+        default_handler_class=NotFoundHandler,
+        default_handler_args={"server": server_state},
+        log_function=log_request,
+        **settings,
+    )

@@ -1,0 +1,148 @@
+"""The base handler: authentication, parameters, the success envelope and the one error renderer."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import traceback
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+import tornado.web
+
+from storage import users
+from storage.errors import ApiError
+from tornchat.params import NO_PARAMS, Params
+
+if TYPE_CHECKING:
+    from tornchat.app import Server
+
+log = logging.getLogger("tornchat")
+S = TypeVar("S", bound=msgspec.Struct)
+
+HTTP_METHODS = ("get", "post", "put", "patch", "delete")
+NOT_LOGGED_IN = "Not logged in: API authentication or user session required"
+# How often a user's last_active column is refreshed (it feeds "active in the last 14 days").
+LAST_ACTIVE_RESOLUTION = 15 * 60
+
+_encode = msgspec.json.Encoder().encode
+
+
+class BaseHandler(tornado.web.RequestHandler):
+    """Every API handler: authenticates in prepare(), renders successes and every error as JSON."""
+
+    requires_auth = True
+    server: Server
+    user: users.User
+
+    def initialize(self, server: Server) -> None:
+        self.server = server
+        self._ignored: list[str] = []
+
+    def prepare(self) -> None:
+        if self.requires_auth:
+            self.user = self.authenticate()
+
+    def authenticate(self) -> users.User:
+        header = self.request.headers.get("Authorization")
+        if not header:
+            raise users.unauthorized(NOT_LOGGED_IN)
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() != "basic":
+            raise ApiError("This endpoint requires HTTP basic authentication.")
+        try:
+            email, colon, api_key = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            colon = ""
+        if not colon:
+            raise users.unauthorized("Invalid authorization header for basic auth")
+        user = self.server.db.read(users.authenticate, email, api_key, self.server.realm)
+        self.server.note_active(user.id)
+        return user
+
+    # -- parameters -------------------------------------------------------------------------
+
+    def argument(self, name: str) -> str | None:
+        """The last value of a parameter, from the form body first, then the query string."""
+        for source in (self.request.body_arguments, self.request.query_arguments):
+            values = source.get(name)
+            if values:
+                return values[-1].decode("utf-8", errors="replace")
+        return None
+
+    def parse(self, params: Params[S]) -> S:
+        names = list(self.request.body_arguments) + list(self.request.query_arguments)
+        struct, self._ignored = params.parse(self.argument, names)
+        return struct
+
+    # -- responses --------------------------------------------------------------------------
+
+    def respond(self, data: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"result": "success", "msg": ""}
+        if data:
+            body.update(data)
+        if self._ignored:
+            body["ignored_parameters_unsupported"] = self._ignored
+        self.write_json(body)
+
+    def write_json(self, body: dict[str, Any]) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(_encode(body) + b"\n")
+
+    def allowed_methods(self) -> list[str]:
+        base = tornado.web.RequestHandler
+        allowed = [m.upper() for m in HTTP_METHODS if getattr(type(self), m) is not getattr(base, m)]
+        if "GET" in allowed:
+            allowed.insert(allowed.index("GET") + 1, "HEAD")
+        return allowed
+
+    def head(self, *args: str) -> None:
+        if "GET" not in self.allowed_methods():
+            raise tornado.web.HTTPError(405)
+        self.get(*args)  # type: ignore[attr-defined]
+
+    def options(self, *args: str) -> None:
+        self.set_header("Allow", ", ".join(self.allowed_methods()))
+        self.set_status(204)
+        self.finish()
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        # Expected client errors are not worth a traceback; anything else is a bug.
+        if isinstance(value, (ApiError, tornado.web.HTTPError)):
+            return
+        log.error("Uncaught exception %s %s\n%s", self.request.method, self.request.uri,
+                  "".join(traceback.format_exception(typ, value, tb)))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(error, ApiError):
+            self.set_status(error.status)
+            for name, value in error.headers.items():
+                self.set_header(name, value)
+            self.write_json(error.body())
+        elif status_code == 405:
+            self.write_json({"result": "error", "msg": "Method Not Allowed", "allowed_methods": self.allowed_methods()})
+        elif status_code == 404:
+            self.write_json({"result": "error", "msg": "Not Found", "code": "BAD_REQUEST"})
+        elif status_code < 500:
+            self.write_json({"result": "error", "msg": self._reason, "code": "BAD_REQUEST"})
+        else:
+            self.set_status(500)
+            self.write_json({"result": "error", "msg": "Internal server error", "code": "BAD_REQUEST"})
+
+
+class NoParamsHandler(BaseHandler):
+    """Helper for handlers of endpoints without parameters: report what was sent as ignored."""
+
+    def no_params(self) -> None:
+        self.parse(NO_PARAMS)
+
+
+class NotFoundHandler(BaseHandler):
+    """Unknown paths: a JSON 404 for any method, without asking for credentials."""
+
+    requires_auth = False
+
+    def prepare(self) -> None:
+        raise tornado.web.HTTPError(404)

@@ -1,0 +1,161 @@
+"""The `tornchat` command: serve, init, create-user."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import secrets
+import signal
+import sys
+
+from storage import groups, users
+from storage.db import Database
+from storage.errors import ApiError
+from tornchat import __version__
+from tornchat.settings import Settings, load_settings
+
+ROLES = {
+    "owner": groups.ROLE_OWNER,
+    "admin": groups.ROLE_ADMINISTRATOR,
+    "moderator": groups.ROLE_MODERATOR,
+    "member": groups.ROLE_MEMBER,
+    "guest": groups.ROLE_GUEST,
+}
+
+
+class CommandError(Exception):
+    """A failure to report as one line on stderr with a non-zero exit."""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    flags = {name: getattr(args, name, None) for name in ("data_dir", "host", "port", "realm_name", "email_host", "site")}
+    try:
+        return load_settings(flags)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+
+
+def _add_common(parser: argparse.ArgumentParser, data_dir_required: bool = False) -> None:
+    parser.add_argument("--data-dir", dest="data_dir", required=data_dir_required,
+                        help="directory holding the database and zuliprc (default ./tornchat-data)")
+    parser.add_argument("--realm-name", dest="realm_name", help="organization name")
+    parser.add_argument("--email-host", dest="email_host", help="host of dummy API emails user{id}@HOST")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tornchat", description="A small chat server speaking the Zulip API.")
+    parser.add_argument("--version", action="version", version=f"tornchat {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the server (bootstrapping an empty data directory first)")
+    _add_common(serve)
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 9991)")
+    serve.add_argument("--site", help="public URL of the server written to zuliprc (default http://HOST:PORT)")
+
+    init = commands.add_parser("init", help="create the database, organization, owner and zuliprc")
+    _add_common(init, data_dir_required=True)
+    init.add_argument("--owner-email", required=True)
+    init.add_argument("--owner-password", required=True)
+    init.add_argument("--site", help="public URL of the server (default http://127.0.0.1:9991)")
+
+    create = commands.add_parser("create-user", help="create a user; prints the API key as the last line")
+    create.add_argument("--data-dir", dest="data_dir", required=True)
+    create.add_argument("--email", required=True)
+    create.add_argument("--full-name", dest="full_name", required=True)
+    create.add_argument("--password", required=True)
+    create.add_argument("--role", choices=sorted(ROLES), default="member")
+    create.add_argument("--can-create-users", action="store_true", help="grant the can_create_users permission")
+    create.add_argument("--can-change-user-emails", action="store_true",
+                        help="grant the can_change_user_emails permission")
+    return parser
+
+
+def command_init(args: argparse.Namespace) -> None:
+    from tornchat.bootstrap import bootstrap
+
+    settings = _settings(args)
+    try:
+        owner = bootstrap(settings, args.owner_email, args.owner_password)
+    except FileExistsError as error:
+        raise CommandError(str(error)) from None
+    print(f"Created organization in {settings.data_dir} with owner {owner.delivery_email}")
+    print(f"API credentials written to {settings.zuliprc_path}")
+
+
+def command_create_user(args: argparse.Namespace) -> None:
+    from storage.realm import realm_exists
+
+    settings = _settings(args)
+    if not os.path.exists(settings.database_path):
+        raise CommandError(f"no tornchat database in {settings.data_dir}: run `tornchat init` first")
+    db = Database(settings.database_path)
+    try:
+        if not db.read(realm_exists):
+            raise CommandError(f"no organization in {settings.data_dir}: run `tornchat init` first")
+        user = db.write(
+            users.create_user, args.email, args.full_name, args.password, ROLES[args.role],
+            can_create_users=args.can_create_users, can_change_user_emails=args.can_change_user_emails,
+        )
+    except ApiError as error:
+        raise CommandError(error.msg) from None
+    finally:
+        db.close()
+    print(f"Created user {user.delivery_email} (id {user.id}, role {args.role})")
+    print(user.api_key)
+
+
+def command_serve(args: argparse.Namespace) -> None:
+    from tornchat.bootstrap import apply_settings, bootstrap, is_bootstrapped
+
+    settings = _settings(args)
+    if not is_bootstrapped(settings):
+        email = os.environ.get("TORNCHAT_OWNER_EMAIL") or f"owner@{settings.email_host or settings.site_hostname}"
+        password = os.environ.get("TORNCHAT_OWNER_PASSWORD") or secrets.token_urlsafe(12)
+        try:
+            owner = bootstrap(settings, email, password)
+        except ApiError as error:
+            raise CommandError(f"cannot create the owner account: {error.msg}") from None
+        print(f"Created organization in {settings.data_dir}; owner {owner.delivery_email}, password {password}")
+    else:
+        apply_settings(settings)
+    print(f"API credentials for the owner: {os.path.abspath(settings.zuliprc_path)}", flush=True)
+    asyncio.run(_serve(settings))
+
+
+async def _serve(settings: Settings) -> None:
+    from tornchat.app import Server, make_app
+
+    server_state = Server(settings)
+    app = make_app(server_state)
+    try:
+        http_server = app.listen(settings.port, settings.host, xheaders=True)
+    except OSError as error:
+        raise CommandError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}") from None
+    print(f"Serving {server_state.realm.name} at {settings.site_url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    http_server.stop()
+    await http_server.close_all_connections()
+    server_state.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    args = build_parser().parse_args(argv)
+    handlers = {"serve": command_serve, "init": command_init, "create-user": command_create_user}
+    try:
+        handlers[args.command](args)
+    except CommandError as error:
+        print(f"tornchat: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

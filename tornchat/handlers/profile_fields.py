@@ -1,0 +1,41 @@
+"""Custom profile fields: GET and POST /realm/profile_fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from storage import profile_fields
+from storage.errors import must_be_admin
+from tornchat.base import BaseHandler
+from tornchat.params import NO_PARAMS, Params
+
+
+class CreateProfileField(msgspec.Struct):
+    name: str
+    field_type: int
+    hint: str = ""
+    field_data: dict[str, Any] = {}
+    display_in_profile_summary: bool = False
+    required: bool = False
+    editable_by_user: bool = True
+
+
+CREATE_PROFILE_FIELD = Params(CreateProfileField)
+
+
+class ProfileFieldsHandler(BaseHandler):
+    def get(self) -> None:
+        self.parse(NO_PARAMS)
+        self.respond({"custom_fields": self.server.db.read(profile_fields.list_fields)})
+
+    def post(self) -> None:
+        p = self.parse(CREATE_PROFILE_FIELD)
+        if not self.user.is_admin:
+            raise must_be_admin()
+        field_id = self.server.db.write(
+            profile_fields.create_field, p.name, p.hint, p.field_type, p.field_data,
+            p.display_in_profile_summary, p.required, p.editable_by_user,
+        )
+        self.respond({"id": field_id})

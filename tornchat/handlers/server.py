@@ -1,0 +1,72 @@
+"""Unauthenticated endpoints: server settings and API-key login."""
+
+from __future__ import annotations
+
+import msgspec
+
+from storage import users
+from storage.errors import ApiError
+from tornchat import FEATURE_LEVEL, ZULIP_VERSION
+from tornchat.base import BaseHandler
+from tornchat.params import NO_PARAMS, Params
+
+RATE_LIMIT_MSG = "API usage exceeded rate limit; see https://zulip.com/api/http-headers#rate-limiting-response-headers"
+AUTHENTICATION_METHODS = {
+    "password": True, "dev": False, "email": True, "ldap": False, "remoteuser": False, "github": False,
+    "azuread": False, "gitlab": False, "apple": False, "google": False, "saml": False, "openid connect": False,
+}
+
+
+class ServerSettingsHandler(BaseHandler):
+    requires_auth = False
+
+    def get(self) -> None:
+        self.parse(NO_PARAMS)
+        realm = self.server.realm
+        self.respond({
+            "authentication_methods": AUTHENTICATION_METHODS,
+            "external_authentication_methods": [],
+            "zulip_version": ZULIP_VERSION,
+            "zulip_merge_base": ZULIP_VERSION,
+            "zulip_feature_level": FEATURE_LEVEL,
+            "push_notifications_enabled": False,
+            "is_incompatible": False,
+            "email_auth_enabled": True,
+            "require_email_format_usernames": True,
+            "realm_url": realm.url,
+            "realm_uri": realm.url,
+            "realm_name": realm.name,
+            "realm_icon": f"{realm.url}/static/images/logo/zulip-icon-128x128.png",
+            "realm_description": "",
+            "realm_web_public_access_enabled": realm.enable_spectator_access,
+        })
+
+
+class FetchApiKey(msgspec.Struct):
+    username: str
+    password: str
+
+
+FETCH_API_KEY = Params(FetchApiKey)
+
+
+class FetchApiKeyHandler(BaseHandler):
+    requires_auth = False
+
+    def post(self) -> None:
+        params = self.parse(FETCH_API_KEY)
+        keys = (f"user:{params.username.strip().lower()}", f"address:{self.request.remote_ip}")
+        limiter = self.server.login_limiter
+        waits = [w for w in (limiter.username.retry_after(keys[0]), limiter.address.retry_after(keys[1])) if w]
+        if waits:
+            wait = max(waits)
+            raise ApiError(RATE_LIMIT_MSG, "RATE_LIMIT_HIT", 429, {"retry-after": wait}, {"Retry-After": str(wait)})
+        try:
+            result = self.server.db.read(users.fetch_api_key, params.username, params.password)
+        except ApiError as error:
+            if error.status == 401:
+                limiter.username.record_failure(keys[0])
+                limiter.address.record_failure(keys[1])
+            raise
+        limiter.username.reset(keys[0])
+        self.respond(result)

@@ -1,0 +1,111 @@
+"""Users: /users, /users/me, /users/{id}, /users/{email}, deactivation and reactivation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from storage import users
+from tornchat.base import BaseHandler
+from tornchat.params import NO_PARAMS, Params
+
+
+class GetUser(msgspec.Struct):
+    client_gravatar: bool = True
+    include_custom_profile_fields: bool = False
+
+
+class ListUsers(GetUser):
+    user_ids: list[int] | None = None
+
+
+class CreateUser(msgspec.Struct):
+    email: str
+    password: str
+    full_name: str
+
+
+class ProfileDataEntry(msgspec.Struct, forbid_unknown_fields=True):
+    id: int
+    value: str | list[int] | None
+
+
+class UpdateUser(msgspec.Struct):
+    full_name: str | None = None
+    role: Literal[100, 200, 300, 400, 600] | None = None
+    profile_data: list[ProfileDataEntry] | None = None
+    new_email: str | None = None
+
+
+GET_USER = Params(GetUser)
+LIST_USERS = Params(ListUsers)
+CREATE_USER = Params(CreateUser)
+UPDATE_USER = Params(UpdateUser)
+
+
+class UsersHandler(BaseHandler):
+    def get(self) -> None:
+        p = self.parse(LIST_USERS)
+        members = self.server.db.read(
+            users.list_user_objects, self.user, self.server.realm, p.user_ids,
+            p.client_gravatar, p.include_custom_profile_fields,
+        )
+        self.respond({"members": members})
+
+    def post(self) -> None:
+        p = self.parse(CREATE_USER)
+        user_id = self.server.db.write(users.create_user_by_admin, self.user, p.email, p.password, p.full_name)
+        self.respond({"user_id": user_id})
+
+
+class OwnUserHandler(BaseHandler):
+    def get(self) -> None:
+        self.parse(NO_PARAMS)
+        self.respond(self.server.db.read(users.own_user_object, self.user, self.server.realm))
+
+    def delete(self) -> None:
+        self.parse(NO_PARAMS)
+        self.server.db.write(users.deactivate_user, self.user, self.user.id)
+        self.respond()
+
+
+class UserByIdHandler(BaseHandler):
+    def get(self, user_id: str) -> None:
+        p = self.parse(GET_USER)
+        user = self.server.db.read(
+            users.user_object_by_id, self.user, self.server.realm, int(user_id),
+            p.client_gravatar, p.include_custom_profile_fields,
+        )
+        self.respond({"user": user})
+
+    def patch(self, user_id: str) -> None:
+        p = self.parse(UPDATE_USER)
+        profile = None if p.profile_data is None else [(e.id, e.value) for e in p.profile_data]
+        self.server.db.write(
+            users.update_user, self.user, int(user_id), self.server.realm,
+            full_name=p.full_name, role=p.role, profile_data=profile, new_email=p.new_email,
+        )
+        self.respond()
+
+    def delete(self, user_id: str) -> None:
+        self.parse(NO_PARAMS)
+        self.server.db.write(users.deactivate_user, self.user, int(user_id))
+        self.respond()
+
+
+class UserByEmailHandler(BaseHandler):
+    def get(self, email: str) -> None:
+        p = self.parse(GET_USER)
+        user = self.server.db.read(
+            users.user_object_by_email, self.user, self.server.realm, email,
+            p.client_gravatar, p.include_custom_profile_fields,
+        )
+        self.respond({"user": user})
+
+
+class ReactivateUserHandler(BaseHandler):
+    def post(self, user_id: str) -> None:
+        self.parse(NO_PARAMS)
+        self.server.db.write(users.reactivate_user, self.user, int(user_id))
+        self.respond()

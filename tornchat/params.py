@@ -1,0 +1,173 @@
+"""Request parameters: from form body and query string into one msgspec Struct per endpoint.
+
+Zulip's API sends strings verbatim and every other type (int, bool, list, object) as JSON text.
+A `Params` is built once per endpoint Struct at import; `parse` returns the Struct and the names
+of the parameters the endpoint did not use (`ignored_parameters_unsupported`). Error texts are the
+API's: "Missing 'x' argument", "x is not valid JSON", "x is not an integer", ...
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Generic, TypeVar
+
+import msgspec
+
+from storage.errors import ApiError, missing_argument
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+class Json:
+    """Annotated marker: decode this `str` parameter as JSON text (e.g. `topics_policy`)."""
+
+
+# Parameters every endpoint consumes without declaring them.
+ALWAYS_CONSUMED = frozenset({"client"})
+
+_TYPE_WORDS = {
+    "int": "an integer",
+    "bool": "a boolean",
+    "str": "a string",
+    "array": "a list",
+    "object": "a dict",
+    "float": "a float",
+    "null": "null",
+}
+_AT = re.compile(r"^(?P<text>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_PATH_PART = re.compile(r"\[(\d+)\]|\.([^.\[]+)|\[\"?([^\]\"]*)\"?\]")
+
+
+def _path(path: str) -> str:
+    """Turn msgspec's `[0].content` into the API's `[0]["content"]`."""
+    out = []
+    for index, key, quoted in _PATH_PART.findall(path):
+        out.append(f"[{index}]" if index else f'["{key or quoted}"]')
+    return "".join(out)
+
+
+def translate_error(var: str, message: str) -> ApiError:
+    """Map a msgspec validation message for parameter `var` to the API's error."""
+    match = _AT.match(message)
+    assert match is not None
+    text, where = match.group("text"), var + _path(match.group("path") or "")
+    if m := re.match(r"Expected `([a-z]+)[^`]*`, got", text):
+        return ApiError(f"{where} is not {_TYPE_WORDS.get(m.group(1), 'valid')}")
+    if m := re.match(r"Expected `(int|float)` (>=|>) ", text):
+        return ApiError(f"{where} is too small")
+    if m := re.match(r"Expected `(int|float)` (<=|<) ", text):
+        return ApiError(f"{where} is too large")
+    if m := re.match(r"Expected `(str|array)` of length <= (\d+)", text):
+        unit = "characters" if m.group(1) == "str" else "items"
+        return ApiError(f"{where} is too long (limit: {m.group(2)} {unit})")
+    if m := re.match(r"Expected `(str|array)` of length >= (\d+)", text):
+        return ApiError(f"{where} cannot be blank" if m.group(2) == "1" else f"{where} is too short.")
+    if text.startswith("Expected `str` matching regex"):
+        return ApiError(f"{where} has invalid format")
+    if text.startswith("Invalid enum value"):
+        return ApiError(f"Invalid {where}")
+    if m := re.match(r"Object missing required field `([^`]+)`", text):
+        return ApiError(f'{where}["{m.group(1)}"] field is missing: Field required')
+    if m := re.match(r"Object contains unknown field `([^`]+)`", text):
+        return ApiError(f'Argument "{m.group(1)}" at {where}["{m.group(1)}"] is unexpected')
+    return ApiError(f"Invalid {where}: Value error, {text}")
+
+
+def _is_verbatim_string(tp: Any) -> bool:
+    """Plain `str` parameters (optionally Annotated or Optional) are taken verbatim, not as JSON."""
+    if typing.get_origin(tp) is Annotated:
+        base, *meta = typing.get_args(tp)
+        if any(m is Json or isinstance(m, Json) for m in meta):
+            return False
+        return _is_verbatim_string(base)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(tp) if a is not type(None)]
+        return len(members) == 1 and _is_verbatim_string(members[0])
+    return tp is str
+
+
+class _Field:
+    __slots__ = ("name", "attr", "required", "convert")
+
+    def __init__(self, name: str, attr: str, required: bool, convert: Callable[[str], Any]) -> None:
+        self.name, self.attr, self.required, self.convert = name, attr, required, convert
+
+
+def _converter(name: str, tp: Any) -> Callable[[str], Any]:
+    if _is_verbatim_string(tp):
+        if tp is str:
+            return lambda raw: raw
+
+        def convert_string(raw: str) -> Any:
+            try:
+                return msgspec.convert(raw, tp)
+            except msgspec.ValidationError as error:
+                raise translate_error(name, str(error)) from None
+
+        return convert_string
+
+    def convert_json(raw: str) -> Any:
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            raise ApiError(f"{name} is not valid JSON") from None
+        try:
+            return msgspec.convert(value, tp, strict=True)
+        except msgspec.ValidationError as error:
+            raise translate_error(name, str(error)) from None
+
+    return convert_json
+
+
+class Params(Generic[S]):
+    """The decoder of one endpoint's parameters, built once."""
+
+    def __init__(self, struct: type[S], aliases: Mapping[str, str] | None = None) -> None:
+        self.struct = struct
+        hints = typing.get_type_hints(struct, include_extras=True)
+        self.fields = [
+            _Field(f.encode_name, f.name, f.required, _converter(f.encode_name, hints[f.name]))
+            for f in msgspec.structs.fields(struct)
+        ]
+        # alias name -> canonical name, e.g. {"subject": "topic"}
+        self.aliases = dict(aliases or {})
+        self.known = frozenset(f.name for f in self.fields) | frozenset(self.aliases) | ALWAYS_CONSUMED
+
+    def parse(self, lookup: Callable[[str], str | None], names: list[str]) -> tuple[S, list[str]]:
+        """Decode parameters with lookup(name) -> raw value; return (struct, ignored names)."""
+        values: dict[str, Any] = {}
+        for field in self.fields:
+            raw = lookup(field.name)
+            for alias, canonical in self.aliases.items():
+                if canonical != field.name:
+                    continue
+                alias_raw = lookup(alias)
+                if alias_raw is not None and raw is not None:
+                    raise ApiError(
+                        f"Can't decide between '{field.name}' and '{alias}' arguments",
+                        "REQUEST_CONFUSING_VAR",
+                        data={"var_name1": field.name, "var_name2": alias},
+                    )
+                if alias_raw is not None:
+                    raw = alias_raw
+            if raw is None:
+                if field.required:
+                    raise missing_argument(field.name)
+                continue
+            values[field.attr] = field.convert(raw)
+        try:
+            struct = self.struct(**values)
+        except (ValueError, TypeError) as error:
+            raise ApiError(str(error)) from None
+        ignored = sorted({name for name in names if name not in self.known})
+        return struct, ignored
+
+
+class NoParams(msgspec.Struct):
+    """For endpoints that take no parameters (everything sent is reported as ignored)."""
+
+
+NO_PARAMS: Params[NoParams] = Params(NoParams)
