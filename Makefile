@@ -1,0 +1,26 @@
+VENV ?= .venv
+PY = $(VENV)/bin/python
+
+.PHONY: install test lint serve bench schema
+
+$(VENV):
+	python3 -m venv $(VENV)
+
+install: $(VENV)
+	$(PY) -m pip install -e '.[test]'
+
+test: install
+	$(PY) -m pytest
+
+lint:
+	$(PY) -m ruff check tornchat storage scheduler tests bench
+	$(PY) -m ruff format --check tornchat storage scheduler tests bench
+
+serve: install
+	$(VENV)/bin/tornchat serve
+
+bench: install
+	$(PY) bench/requests_overhead.py
+
+schema:
+	$(PY) -m storage.dump_schema --write

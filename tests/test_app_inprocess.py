@@ -1,0 +1,59 @@
+"""The application driven in-process through pytest-tornado: access log and auth at the edge."""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+import pytest
+
+from tornchat.app import Server, make_app
+from tornchat.bootstrap import bootstrap
+from tornchat.settings import Settings
+from tests.helpers import FakeClock
+
+
+@pytest.fixture
+def state(tmp_path):
+    settings = Settings(data_dir=str(tmp_path / "data"), site="http://127.0.0.1:9991")
+    owner = bootstrap(settings, "owner@example.com", "pw-123456")
+    server = Server(settings, clock=FakeClock())
+    yield server, owner
+    server.close()
+
+
+@pytest.fixture
+def app(state):
+    return make_app(state[0])
+
+
+def auth(owner):
+    token = base64.b64encode(f"{owner.delivery_email}:{owner.api_key}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+@pytest.mark.gen_test
+async def test_access_log_line_per_request(http_client, base_url, state, caplog):
+    _, owner = state
+    with caplog.at_level(logging.INFO, logger="tornchat.access"):
+        response = await http_client.fetch(base_url + "/api/v1/users/me?secret=1", headers=auth(owner))
+    assert response.code == 200
+    [record] = [r for r in caplog.records if r.name == "tornchat.access"]
+    method, path, status, millis = record.getMessage().split()
+    assert (method, path, status) == ("GET", "/api/v1/users/me", "200")
+    assert millis.endswith("ms") and float(millis[:-2]) >= 0
+
+
+@pytest.mark.gen_test
+async def test_last_active_written_at_most_every_fifteen_minutes(http_client, base_url, state):
+    server, owner = state
+    last_active = lambda: server.db.read(lambda tx: tx.value("SELECT last_active FROM users WHERE id = ?", (owner.id,)))  # noqa: E731
+    await http_client.fetch(base_url + "/api/v1/users/me", headers=auth(owner))
+    first = last_active()
+    assert first == int(server.clock())
+    server.clock.advance(60)
+    await http_client.fetch(base_url + "/api/v1/users/me", headers=auth(owner))
+    assert last_active() == first
+    server.clock.advance(15 * 60)
+    await http_client.fetch(base_url + "/api/v1/users/me", headers=auth(owner))
+    assert last_active() == int(server.clock())

@@ -1,0 +1,155 @@
+"""The command-line contract: init, create-user and serve (with its first-start bootstrap)."""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import zulip
+
+TORNCHAT = [sys.executable, "-m", "tornchat"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(TORNCHAT + list(args), capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def read_zuliprc(path: str) -> configparser.SectionProxy:
+    config = configparser.ConfigParser()
+    config.read(path)
+    return config["api"]
+
+
+@pytest.fixture
+def initialised(tmp_path):
+    data_dir = str(tmp_path / "data")
+    result = run("init", "--data-dir", data_dir, "--owner-email", "boss@example.com", "--owner-password", "pw-12345",
+                 "--site", "http://chat.example.com")
+    assert result.returncode == 0, result.stderr
+    return data_dir
+
+
+def test_init_writes_zuliprc(initialised):
+    api = read_zuliprc(os.path.join(initialised, "zuliprc"))
+    assert api["email"] == "boss@example.com"
+    assert api["site"] == "http://chat.example.com"
+    assert len(api["key"]) == 32
+    assert os.stat(os.path.join(initialised, "zuliprc")).st_mode & 0o077 == 0
+
+
+def test_init_twice_fails_with_one_line(initialised):
+    result = run("init", "--data-dir", initialised, "--owner-email", "x@example.com", "--owner-password", "pw-12345")
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0
+    assert "already holds" in result.stderr
+
+
+def test_init_requires_its_flags(tmp_path):
+    result = run("init", "--data-dir", str(tmp_path))
+    assert result.returncode != 0
+    assert "--owner-email" in result.stderr
+
+
+def test_create_user_prints_api_key_last(initialised):
+    result = run("create-user", "--data-dir", initialised, "--email", "al@example.com", "--full-name", "Al",
+                 "--password", "pw-12345", "--role", "admin", "--can-create-users")
+    assert result.returncode == 0, result.stderr
+    key = result.stdout.strip().splitlines()[-1]
+    assert len(key) == 32 and key.isalnum()
+
+
+def test_create_user_errors_are_one_line(initialised, tmp_path):
+    args = ["--email", "dup@example.com", "--full-name", "Dup", "--password", "pw-12345"]
+    assert run("create-user", "--data-dir", initialised, *args).returncode == 0
+    duplicate = run("create-user", "--data-dir", initialised, *args)
+    assert duplicate.returncode != 0
+    assert duplicate.stderr.strip() == "tornchat: Email is already in use."
+    missing = run("create-user", "--data-dir", str(tmp_path / "empty"), *args)
+    assert missing.returncode != 0
+    assert "run `tornchat init` first" in missing.stderr
+    bad_role = run("create-user", "--data-dir", initialised, *args, "--role", "king")
+    assert bad_role.returncode != 0
+
+
+@contextlib.contextmanager
+def serving(data_dir: str, port: int) -> Iterator[list[str]]:
+    """Run `tornchat serve` until it prints "Serving"; yield its output; stop it with SIGTERM."""
+    with subprocess.Popen(
+        TORNCHAT + ["serve", "--data-dir", data_dir, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Serving"):
+                break
+        else:
+            raise AssertionError(f"server did not start: {lines} {process.stderr.read()}")
+        try:
+            yield lines
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(20) == 0
+
+
+def test_serve_bootstraps_an_empty_directory(tmp_path):
+    data_dir = str(tmp_path / "fresh")
+    port = free_port()
+    zuliprc = os.path.join(data_dir, "zuliprc")
+    with serving(data_dir, port) as lines:
+        assert any(os.path.abspath(zuliprc) in line for line in lines)
+        assert read_zuliprc(zuliprc)["site"] == f"http://127.0.0.1:{port}"
+        profile = zulip.Client(config_file=zuliprc).get_profile()
+        assert profile["result"] == "success"
+        assert profile["is_owner"] is True
+    # A second start reuses the organization and its credentials.
+    with serving(data_dir, port) as lines:
+        assert not any(line.startswith("Created") for line in lines)
+        assert zulip.Client(config_file=zuliprc).get_profile()["result"] == "success"
+
+
+def test_serve_on_a_busy_port_fails_with_one_line(initialised):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        started = time.monotonic()
+        result = run("serve", "--data-dir", initialised, "--port", str(port))
+    assert time.monotonic() - started < 60
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].startswith("tornchat: cannot listen")
+
+
+def test_environment_settings(tmp_path):
+    data_dir = str(tmp_path / "env")
+    result = run("init", "--owner-email", "e@example.com", "--owner-password", "pw-12345", "--data-dir", data_dir,
+                 env={"TORNCHAT_REALM_NAME": "Env Org", "TORNCHAT_EMAIL_HOST": "hidden.example"})
+    assert result.returncode == 0, result.stderr
+    port = free_port()
+    with serving(data_dir, port):
+        client = zulip.Client(config_file=os.path.join(data_dir, "zuliprc"), site=f"http://127.0.0.1:{port}")
+        assert client.get_server_settings()["realm_name"] == "Env Org"
+        own = client.get_profile()
+        assert own["email"] == "e@example.com"
+
+
+def test_invalid_port_setting_is_one_line(tmp_path):
+    result = run("serve", "--data-dir", str(tmp_path / "x"), env={"TORNCHAT_PORT": "not-a-port"})
+    assert result.returncode != 0
+    assert result.stderr.strip().startswith("tornchat: invalid setting")
