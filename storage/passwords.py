@@ -28,9 +28,7 @@ def check_password(password: str, stored: str | None) -> bool:
         scheme, n, r, p, salt_hex, digest_hex = stored.split("$")
         if scheme != "scrypt":
             return False
-        digest = hashlib.scrypt(
-            password.encode(), salt=bytes.fromhex(salt_hex), n=int(n), r=int(r), p=int(p), dklen=32
-        )
+        digest = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt_hex), n=int(n), r=int(r), p=int(p), dklen=32)
     except ValueError:
         return False
     return hmac.compare_digest(digest.hex(), digest_hex)

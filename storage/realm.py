@@ -67,8 +67,12 @@ def get_realm(tx: Tx) -> Realm:
     if row is None:
         raise LookupError("the database holds no realm: run `tornchat init` first")
     return Realm(
-        row["name"], row["url"], row["email_host"], row["date_created"],
-        row["default_email_address_visibility"], bool(row["enable_spectator_access"]),
+        row["name"],
+        row["url"],
+        row["email_host"],
+        row["date_created"],
+        row["default_email_address_visibility"],
+        bool(row["enable_spectator_access"]),
     )
 
 

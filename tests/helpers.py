@@ -142,8 +142,14 @@ class LiveServer:
     def anonymous(self) -> Client:
         return Client(self.base_url, None, None)
 
-    def make_user(self, role: str = "member", email: str | None = None, full_name: str | None = None,
-                  password: str | None = PASSWORD, **permissions: bool) -> Client:
+    def make_user(
+        self,
+        role: str = "member",
+        email: str | None = None,
+        full_name: str | None = None,
+        password: str | None = PASSWORD,
+        **permissions: bool,
+    ) -> Client:
         """Create an account directly in storage and return a client logged in as it."""
         n = next(self._emails)
         email = email or f"user{n}@example.com"

@@ -7,10 +7,10 @@ import logging
 
 import pytest
 
+from tests.helpers import FakeClock
 from tornchat.app import Server, make_app
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
-from tests.helpers import FakeClock
 
 
 @pytest.fixture

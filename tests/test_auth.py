@@ -85,11 +85,18 @@ def test_fetch_api_key_failures(live):
     wrong = fetch(live, "someone@example.com", "wrong password")
     assert_error(wrong, "Your username or password is incorrect", "AUTHENTICATION_FAILED", 401)
     assert "WWW-Authenticate" not in wrong.headers
-    assert_error(fetch(live, "ghost@example.com", PASSWORD), "Your username or password is incorrect",
-                 "AUTHENTICATION_FAILED", 401)
+    assert_error(
+        fetch(live, "ghost@example.com", PASSWORD),
+        "Your username or password is incorrect",
+        "AUTHENTICATION_FAILED",
+        401,
+    )
     assert_error(fetch(live, "not an email", PASSWORD), "Enter a valid email address.")
-    body = assert_error(live.anonymous().post("/fetch_api_key", {"username": "a@b.c"}),
-                        "Missing 'password' argument", "REQUEST_VARIABLE_MISSING")
+    body = assert_error(
+        live.anonymous().post("/fetch_api_key", {"username": "a@b.c"}),
+        "Missing 'password' argument",
+        "REQUEST_VARIABLE_MISSING",
+    )
     assert body["var_name"] == "password"
 
 
@@ -101,8 +108,12 @@ def test_fetch_api_key_deactivated(live):
 
 def test_fetch_api_key_without_password(live):
     live.make_user(email="nopass@example.com", password=None)
-    assert_error(fetch(live, "nopass@example.com", "anything"),
-                 "Your password has been disabled and needs to be reset", "PASSWORD_RESET_REQUIRED", 401)
+    assert_error(
+        fetch(live, "nopass@example.com", "anything"),
+        "Your password has been disabled and needs to be reset",
+        "PASSWORD_RESET_REQUIRED",
+        401,
+    )
 
 
 def test_fetch_api_key_needs_no_auth_but_accepts_it(live):

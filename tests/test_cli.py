@@ -19,8 +19,9 @@ TORNCHAT = [sys.executable, "-m", "tornchat"]
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(TORNCHAT + list(args), capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        TORNCHAT + list(args), capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}
+    )
 
 
 def free_port() -> int:
@@ -38,8 +39,17 @@ def read_zuliprc(path: str) -> configparser.SectionProxy:
 @pytest.fixture
 def initialised(tmp_path):
     data_dir = str(tmp_path / "data")
-    result = run("init", "--data-dir", data_dir, "--owner-email", "boss@example.com", "--owner-password", "pw-12345",
-                 "--site", "http://chat.example.com")
+    result = run(
+        "init",
+        "--data-dir",
+        data_dir,
+        "--owner-email",
+        "boss@example.com",
+        "--owner-password",
+        "pw-12345",
+        "--site",
+        "http://chat.example.com",
+    )
     assert result.returncode == 0, result.stderr
     return data_dir
 
@@ -66,8 +76,20 @@ def test_init_requires_its_flags(tmp_path):
 
 
 def test_create_user_prints_api_key_last(initialised):
-    result = run("create-user", "--data-dir", initialised, "--email", "al@example.com", "--full-name", "Al",
-                 "--password", "pw-12345", "--role", "admin", "--can-create-users")
+    result = run(
+        "create-user",
+        "--data-dir",
+        initialised,
+        "--email",
+        "al@example.com",
+        "--full-name",
+        "Al",
+        "--password",
+        "pw-12345",
+        "--role",
+        "admin",
+        "--can-create-users",
+    )
     assert result.returncode == 0, result.stderr
     key = result.stdout.strip().splitlines()[-1]
     assert len(key) == 32 and key.isalnum()
@@ -91,7 +113,9 @@ def serving(data_dir: str, port: int) -> Iterator[list[str]]:
     """Run `tornchat serve` until it prints "Serving"; yield its output; stop it with SIGTERM."""
     with subprocess.Popen(
         TORNCHAT + ["serve", "--data-dir", data_dir, "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         lines = []
@@ -138,8 +162,16 @@ def test_serve_on_a_busy_port_fails_with_one_line(initialised):
 
 def test_environment_settings(tmp_path):
     data_dir = str(tmp_path / "env")
-    result = run("init", "--owner-email", "e@example.com", "--owner-password", "pw-12345", "--data-dir", data_dir,
-                 env={"TORNCHAT_REALM_NAME": "Env Org", "TORNCHAT_EMAIL_HOST": "hidden.example"})
+    result = run(
+        "init",
+        "--owner-email",
+        "e@example.com",
+        "--owner-password",
+        "pw-12345",
+        "--data-dir",
+        data_dir,
+        env={"TORNCHAT_REALM_NAME": "Env Org", "TORNCHAT_EMAIL_HOST": "hidden.example"},
+    )
     assert result.returncode == 0, result.stderr
     port = free_port()
     with serving(data_dir, port):

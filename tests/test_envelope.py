@@ -32,7 +32,11 @@ def test_unknown_route_without_credentials_is_404(live):
 def test_wrong_method_is_405_with_allowed_methods(live):
     response = live.owner.request("PUT", "/users")
     assert response.status_code == 405
-    assert response.json() == {"result": "error", "msg": "Method Not Allowed", "allowed_methods": ["GET", "HEAD", "POST"]}
+    assert response.json() == {
+        "result": "error",
+        "msg": "Method Not Allowed",
+        "allowed_methods": ["GET", "HEAD", "POST"],
+    }
 
 
 def test_head_is_allowed_where_get_is(live):
@@ -71,7 +75,7 @@ def test_unexpected_exception_is_json_500_and_rolls_back(live, monkeypatch, capl
         ("abc", "user_ids is not valid JSON"),
         ("True", "user_ids is not valid JSON"),
         ('"x"', "user_ids is not a list"),
-        ("[1, \"a\"]", "user_ids[1] is not an integer"),
+        ('[1, "a"]', "user_ids[1] is not an integer"),
         ("{}", "user_ids is not a list"),
     ],
 )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tests.helpers import assert_success
+from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 
 
 def test_server_settings_without_auth(live):

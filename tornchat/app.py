@@ -14,7 +14,8 @@ from storage import users
 from storage.db import Database
 from tornchat.base import LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.events import EventBus
-from tornchat.handlers import groups, profile_fields, server, users as user_handlers
+from tornchat.handlers import groups, profile_fields, server
+from tornchat.handlers import users as user_handlers
 from tornchat.ratelimit import FailureLimiter
 from tornchat.settings import Settings
 

@@ -111,8 +111,12 @@ class BaseHandler(tornado.web.RequestHandler):
         # Expected client errors are not worth a traceback; anything else is a bug.
         if isinstance(value, (ApiError, tornado.web.HTTPError)):
             return
-        log.error("Uncaught exception %s %s\n%s", self.request.method, self.request.uri,
-                  "".join(traceback.format_exception(typ, value, tb)))
+        log.error(
+            "Uncaught exception %s %s\n%s",
+            self.request.method,
+            self.request.uri,
+            "".join(traceback.format_exception(typ, value, tb)),
+        )
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         error = kwargs.get("exc_info", (None, None, None))[1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import configparser
 import os
 
-from storage import groups, realm as realm_storage, users
+from storage import groups, users
+from storage import realm as realm_storage
 from storage.db import Database
 from tornchat.settings import DEFAULT_REALM_NAME, Settings
 
@@ -25,16 +26,24 @@ def bootstrap(settings: Settings, owner_email: str, owner_password: str | None) 
     os.makedirs(settings.data_dir, exist_ok=True)
     db = Database(settings.database_path)
     try:
+
         def create(tx):  # type: ignore[no-untyped-def]
             if realm_storage.realm_exists(tx):
                 raise FileExistsError(f"{settings.data_dir} already holds a tornchat organization")
             realm_storage.create_realm(
-                tx, settings.realm_name or DEFAULT_REALM_NAME, settings.site_url,
+                tx,
+                settings.realm_name or DEFAULT_REALM_NAME,
+                settings.site_url,
                 settings.email_host or settings.site_hostname,
             )
             return users.create_user(
-                tx, owner_email, "Owner", owner_password, groups.ROLE_OWNER,
-                can_create_users=True, can_change_user_emails=True,
+                tx,
+                owner_email,
+                "Owner",
+                owner_password,
+                groups.ROLE_OWNER,
+                can_create_users=True,
+                can_change_user_emails=True,
             )
 
         owner = db.write(create)
@@ -59,7 +68,9 @@ def apply_settings(settings: Settings) -> None:
     try:
         db.write(
             realm_storage.update_realm,
-            name=settings.realm_name, url=settings.site, email_host=settings.email_host,
+            name=settings.realm_name,
+            url=settings.site,
+            email_host=settings.email_host,
         )
     finally:
         db.close()

@@ -30,7 +30,9 @@ class CommandError(Exception):
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    flags = {name: getattr(args, name, None) for name in ("data_dir", "host", "port", "realm_name", "email_host", "site")}
+    flags = {
+        name: getattr(args, name, None) for name in ("data_dir", "host", "port", "realm_name", "email_host", "site")
+    }
     try:
         return load_settings(flags)
     except ValueError as error:
@@ -38,8 +40,12 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _add_common(parser: argparse.ArgumentParser, data_dir_required: bool = False) -> None:
-    parser.add_argument("--data-dir", dest="data_dir", required=data_dir_required,
-                        help="directory holding the database and zuliprc (default ./tornchat-data)")
+    parser.add_argument(
+        "--data-dir",
+        dest="data_dir",
+        required=data_dir_required,
+        help="directory holding the database and zuliprc (default ./tornchat-data)",
+    )
     parser.add_argument("--realm-name", dest="realm_name", help="organization name")
     parser.add_argument("--email-host", dest="email_host", help="host of dummy API emails user{id}@HOST")
 
@@ -68,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--password", required=True)
     create.add_argument("--role", choices=sorted(ROLES), default="member")
     create.add_argument("--can-create-users", action="store_true", help="grant the can_create_users permission")
-    create.add_argument("--can-change-user-emails", action="store_true",
-                        help="grant the can_change_user_emails permission")
+    create.add_argument(
+        "--can-change-user-emails", action="store_true", help="grant the can_change_user_emails permission"
+    )
     return parser
 
 
@@ -96,8 +103,13 @@ def command_create_user(args: argparse.Namespace) -> None:
         if not db.read(realm_exists):
             raise CommandError(f"no organization in {settings.data_dir}: run `tornchat init` first")
         user = db.write(
-            users.create_user, args.email, args.full_name, args.password, ROLES[args.role],
-            can_create_users=args.can_create_users, can_change_user_emails=args.can_change_user_emails,
+            users.create_user,
+            args.email,
+            args.full_name,
+            args.password,
+            ROLES[args.role],
+            can_create_users=args.can_create_users,
+            can_change_user_emails=args.can_change_user_emails,
         )
     except ApiError as error:
         raise CommandError(error.msg) from None

@@ -12,8 +12,18 @@ from tornchat.params import NO_PARAMS, Params
 
 RATE_LIMIT_MSG = "API usage exceeded rate limit; see https://zulip.com/api/http-headers#rate-limiting-response-headers"
 AUTHENTICATION_METHODS = {
-    "password": True, "dev": False, "email": True, "ldap": False, "remoteuser": False, "github": False,
-    "azuread": False, "gitlab": False, "apple": False, "google": False, "saml": False, "openid connect": False,
+    "password": True,
+    "dev": False,
+    "email": True,
+    "ldap": False,
+    "remoteuser": False,
+    "github": False,
+    "azuread": False,
+    "gitlab": False,
+    "apple": False,
+    "google": False,
+    "saml": False,
+    "openid connect": False,
 }
 
 
@@ -23,23 +33,25 @@ class ServerSettingsHandler(BaseHandler):
     def get(self) -> None:
         self.parse(NO_PARAMS)
         realm = self.server.realm
-        self.respond({
-            "authentication_methods": AUTHENTICATION_METHODS,
-            "external_authentication_methods": [],
-            "zulip_version": ZULIP_VERSION,
-            "zulip_merge_base": ZULIP_VERSION,
-            "zulip_feature_level": FEATURE_LEVEL,
-            "push_notifications_enabled": False,
-            "is_incompatible": False,
-            "email_auth_enabled": True,
-            "require_email_format_usernames": True,
-            "realm_url": realm.url,
-            "realm_uri": realm.url,
-            "realm_name": realm.name,
-            "realm_icon": f"{realm.url}/static/images/logo/zulip-icon-128x128.png",
-            "realm_description": "",
-            "realm_web_public_access_enabled": realm.enable_spectator_access,
-        })
+        self.respond(
+            {
+                "authentication_methods": AUTHENTICATION_METHODS,
+                "external_authentication_methods": [],
+                "zulip_version": ZULIP_VERSION,
+                "zulip_merge_base": ZULIP_VERSION,
+                "zulip_feature_level": FEATURE_LEVEL,
+                "push_notifications_enabled": False,
+                "is_incompatible": False,
+                "email_auth_enabled": True,
+                "require_email_format_usernames": True,
+                "realm_url": realm.url,
+                "realm_uri": realm.url,
+                "realm_name": realm.name,
+                "realm_icon": f"{realm.url}/static/images/logo/zulip-icon-128x128.png",
+                "realm_description": "",
+                "realm_web_public_access_enabled": realm.enable_spectator_access,
+            }
+        )
 
 
 class FetchApiKey(msgspec.Struct):
