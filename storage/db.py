@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, ParamSpec, TypeVar
 
@@ -19,6 +19,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 Clock = Callable[[], float]
+SqlParams = Sequence[Any] | Mapping[str, Any]
 # publish(event, user_ids): called after a commit, once per event the transaction recorded.
 Publisher = Callable[[dict[str, Any], list[int]], None]
 
@@ -34,23 +35,23 @@ class Tx:
         self.events: list[tuple[dict[str, Any], list[int]]] = []
         self.after_commit: list[Callable[[], None]] = []
 
-    def execute(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: SqlParams = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)
 
-    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
         return self.conn.executemany(sql, rows)
 
-    def one(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> sqlite3.Row | None:
+    def one(self, sql: str, params: SqlParams = ()) -> sqlite3.Row | None:
         return self.conn.execute(sql, params).fetchone()
 
-    def all(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+    def all(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
         return self.conn.execute(sql, params).fetchall()
 
-    def value(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> Any:
+    def value(self, sql: str, params: SqlParams = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
 
-    def column(self, sql: str, params: Iterable[Any] | dict[str, Any] = ()) -> list[Any]:
+    def column(self, sql: str, params: SqlParams = ()) -> list[Any]:
         return [row[0] for row in self.conn.execute(sql, params)]
 
     def publish(self, event: dict[str, Any], user_ids: Iterable[int]) -> None:

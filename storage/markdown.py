@@ -1,7 +1,7 @@
 """Markdown to HTML, rendered once when content is stored.
 
 CommonMark through markdown-it-py with raw HTML disabled (user input never reaches the page as
-markup); linkify turns bare URLs into links as chat users expect.
+markup). Zulip's additions (mentions, channel links, autolinks) arrive with the messages issue.
 """
 
 from __future__ import annotations

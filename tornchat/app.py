@@ -57,13 +57,15 @@ class Server:
 
 
 API = r"/api/v1"
+# An id path segment: digits only, at most 18 so that it always fits SQLite's 64-bit integers.
+ID = r"(\d{1,18})"
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     (r"/server_settings", server.ServerSettingsHandler),
     (r"/fetch_api_key", server.FetchApiKeyHandler),
     (r"/users", user_handlers.UsersHandler),
     (r"/users/me", user_handlers.OwnUserHandler),
-    (r"/users/(\d+)", user_handlers.UserByIdHandler),
-    (r"/users/(\d+)/reactivate", user_handlers.ReactivateUserHandler),
+    ("/users/" + ID, user_handlers.UserByIdHandler),
+    ("/users/" + ID + "/reactivate", user_handlers.ReactivateUserHandler),
     (r"/users/([^/]+)", user_handlers.UserByEmailHandler),
     (r"/user_groups", groups.UserGroupsHandler),
     (r"/user_groups/create", groups.CreateUserGroupHandler),

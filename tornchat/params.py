@@ -114,12 +114,28 @@ def _converter(name: str, tp: Any) -> Callable[[str], Any]:
             value = msgspec.json.decode(raw)
         except msgspec.DecodeError:
             raise ApiError(f"{name} is not valid JSON") from None
+        if not _fits_int64(value):
+            raise ApiError(f"{name} is too large")
         try:
             return msgspec.convert(value, tp, strict=True)
         except msgspec.ValidationError as error:
             raise translate_error(name, str(error)) from None
 
     return convert_json
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _fits_int64(value: Any) -> bool:
+    """Whether every integer in a decoded JSON value fits SQLite's 64-bit integers."""
+    if isinstance(value, int):
+        return INT64_MIN <= value <= INT64_MAX
+    if isinstance(value, list):
+        return all(_fits_int64(v) for v in value)
+    if isinstance(value, dict):
+        return all(_fits_int64(v) for v in value.values())
+    return True
 
 
 class Params(Generic[S]):
