@@ -28,6 +28,8 @@ VISIBLE_TO_ROLE = {
 INVALID_NAME_CHARACTERS = set('*`\\>"@')
 _EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@([A-Za-z0-9-]+\.)*[A-Za-z0-9-]+$")
 MIN_PASSWORD_LENGTH = 6
+# SQLite's largest INTEGER: a larger id from a URL or a dummy email names no user (and would raise).
+MAX_ID = 2**63 - 1
 
 
 class User(msgspec.Struct, frozen=True):
@@ -79,6 +81,8 @@ def _user(row: Any) -> User | None:
 
 def get_user_by_id(tx: Tx, user_id: int) -> User | None:
     """Return the user with this id, active or not, or None."""
+    if not 0 < user_id <= MAX_ID:
+        return None
     return _user(tx.one(f"SELECT {USER_COLUMNS} FROM users WHERE id = ?", (user_id,)))
 
 
@@ -121,7 +125,7 @@ def avatar_url(user: User) -> str:
 
 
 def iso_minutes(timestamp: int) -> str:
-    moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M+00:00")
 
 
@@ -164,8 +168,7 @@ def users_objects(
     """Return API objects for several users with one query for their profile data."""
     values = profile_fields.values_by_user(tx, [u.id for u in users]) if include_profile else {}
     return [
-        user_object(viewer, u, realm, client_gravatar, values.get(u.id, {}) if include_profile else None)
-        for u in users
+        user_object(viewer, u, realm, client_gravatar, values.get(u.id, {}) if include_profile else None) for u in users
     ]
 
 
@@ -229,17 +232,32 @@ def create_user(
         " email_address_visibility, can_create_users, can_change_user_emails)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            email, full_name, passwords.hash_password(password) if password else None,
-            passwords.generate_api_key(), role, tx.timestamp, visibility, can_create_users, can_change_user_emails,
+            email,
+            full_name,
+            passwords.hash_password(password) if password else None,
+            passwords.generate_api_key(),
+            role,
+            tx.timestamp,
+            visibility,
+            can_create_users,
+            can_change_user_emails,
         ),
     )
     user = get_user_by_id(tx, int(cursor.lastrowid or 0))
     assert user is not None
-    realm = get_realm(tx)
-    audience = groups.active_user_ids(tx)
-    tx.publish({"type": "realm_user", "op": "add", "person": user_object(None, user, realm, False, {})}, audience)
+    _publish_new_user(tx, user, get_realm(tx))
     groups.set_role_groups(tx, user.id, None, role)
     return user
+
+
+def _publish_new_user(tx: Tx, user: User, realm: Realm) -> None:
+    """Send realm_user add: with the real email to those who may see it, without it to the rest."""
+    seeing = users_who_see_email(tx, user)
+    others = sorted(set(groups.active_user_ids(tx)) - set(seeing))
+    for viewer, audience in ((user, seeing), (None, others)):
+        if audience:
+            person = user_object(viewer, user, realm, False, {})
+            tx.publish({"type": "realm_user", "op": "add", "person": person}, audience)
 
 
 def create_user_by_admin(tx: Tx, actor: User, email: str, password: str, full_name: str) -> int:
@@ -281,9 +299,7 @@ def fetch_api_key(tx: Tx, username: str, password: str) -> dict[str, Any]:
         raise ApiError("Enter a valid email address.")
     row = tx.one("SELECT id, password_hash FROM users WHERE delivery_email = ?", (username.strip(),))
     if row is not None and row["password_hash"] is None:
-        raise ApiError(
-            "Your password has been disabled and needs to be reset", "PASSWORD_RESET_REQUIRED", 401
-        )
+        raise ApiError("Your password has been disabled and needs to be reset", "PASSWORD_RESET_REQUIRED", 401)
     if row is None or not passwords.check_password(password, row["password_hash"]):
         raise ApiError("Your username or password is incorrect", "AUTHENTICATION_FAILED", 401)
     user = get_user_by_id(tx, row["id"])
@@ -337,8 +353,20 @@ def is_only_owner(tx: Tx, user: User) -> bool:
     return user.is_owner and user.is_active and not user.is_bot and count_active_owners(tx) == 1
 
 
-def _publish_person(tx: Tx, person: dict[str, Any]) -> None:
-    tx.publish({"type": "realm_user", "op": "update", "person": person}, groups.active_user_ids(tx))
+def _publish_person(tx: Tx, person: dict[str, Any], audience: list[int] | None = None) -> None:
+    audience = groups.active_user_ids(tx) if audience is None else audience
+    tx.publish({"type": "realm_user", "op": "update", "person": person}, audience)
+
+
+def users_who_see_email(tx: Tx, user: User) -> list[int]:
+    """Return the active users allowed to see the user's real email: the audience of its changes."""
+    if user.is_bot:
+        return groups.active_user_ids(tx)
+    roles = [role for role, visible in VISIBLE_TO_ROLE.items() if user.email_address_visibility in visible]
+    return tx.column(
+        "SELECT id FROM users WHERE is_active AND (id = ? OR role IN (SELECT value FROM json_each(?))) ORDER BY id",
+        (user.id, msgspec.json.encode(roles).decode()),
+    )
 
 
 def change_role(tx: Tx, actor: User, target: User, role: int) -> None:
@@ -379,7 +407,8 @@ def change_email(tx: Tx, actor: User, target: User, new_email: str, realm: Realm
     if get_user_by_delivery_email(tx, email) is not None:
         raise ApiError("New email value error: Already has an account.")
     tx.execute("UPDATE users SET delivery_email = ? WHERE id = ?", (email, target.id))
-    _publish_person(tx, {"user_id": target.id, "delivery_email": email})
+    # The new address goes only to those who may see it; the rest learn of no change.
+    _publish_person(tx, {"user_id": target.id, "delivery_email": email}, users_who_see_email(tx, target))
     if api_email(target, realm) == target.delivery_email:
         _publish_person(tx, {"user_id": target.id, "new_email": email})
 
@@ -408,9 +437,14 @@ def update_user(
         change_email(tx, actor, target, new_email, realm)
 
 
-def deactivate_user(tx: Tx, actor: User, user_id: int) -> None:
+def deactivate_own_user(tx: Tx, actor: User) -> None:
+    """DELETE /users/me: deactivate oneself (and one's bots); the only owner cannot."""
+    deactivate_user(tx, actor, actor.id, own=True)
+
+
+def deactivate_user(tx: Tx, actor: User, user_id: int, own: bool = False) -> None:
     """Deactivate a user and the bots they own; the only owner cannot be deactivated."""
-    target = actor if user_id == actor.id else access_user_by_id(tx, actor, user_id, for_admin=True)
+    target = actor if own else access_user_by_id(tx, actor, user_id, for_admin=True)
     if target.is_owner and not actor.is_owner:
         raise must_be_owner()
     if is_only_owner(tx, target):

@@ -14,7 +14,7 @@ import requests
 import tornado.httpserver
 import tornado.netutil
 
-from storage import groups, users
+from storage import groups, passwords, users
 from tornchat.app import Server, make_app
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
@@ -183,3 +183,42 @@ def assert_error(response: requests.Response, msg: str, code: str = "BAD_REQUEST
 
 def data_dir_for(tmp_path: Any) -> str:
     return os.path.join(str(tmp_path), "data")
+
+
+# -- shared by the user tests ------------------------------------------------------------------
+
+
+def set_visibility(live, user_id, visibility):
+    """Set a user's email_address_visibility directly in storage."""
+
+    def update(tx):
+        tx.execute("UPDATE users SET email_address_visibility = ? WHERE id = ?", (visibility, user_id))
+
+    live.write(update)
+
+
+def make_bot(live, owner_id, email="bot@example.com"):
+    """Insert a generic bot owned by owner_id; return its id."""
+
+    def insert(tx):
+        cursor = tx.execute(
+            "INSERT INTO users (delivery_email, full_name, api_key, role, is_bot, bot_type, bot_owner_id,"
+            " date_joined, email_address_visibility) VALUES (?, 'A Bot', ?, 400, 1, 1, ?, ?, ?)",
+            (email, passwords.generate_api_key(), owner_id, tx.timestamp, 3),
+        )
+        return cursor.lastrowid
+
+    return live.write(insert)
+
+
+def get_user(client, user, params=None):
+    return assert_success(client.get(f"/users/{user}", params))["user"]
+
+
+def events_since(live, count, event_type="realm_user"):
+    """Events of one type published after the first `count` events."""
+    return [(event, ids) for event, ids in live.events()[count:] if event["type"] == event_type]
+
+
+def dummy(user_id):
+    return f"user{user_id}@zulip.testserver"

@@ -66,7 +66,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     (r"/users/me", user_handlers.OwnUserHandler),
     ("/users/" + ID, user_handlers.UserByIdHandler),
     ("/users/" + ID + "/reactivate", user_handlers.ReactivateUserHandler),
-    (r"/users/([^/]+)", user_handlers.UserByEmailHandler),
+    (r"/users/([^/]*[^/0-9][^/]*)", user_handlers.UserByEmailHandler),  # an email: not all digits
     (r"/user_groups", groups.UserGroupsHandler),
     (r"/user_groups/create", groups.CreateUserGroupHandler),
     (r"/realm/profile_fields", profile_fields.ProfileFieldsHandler),

@@ -48,8 +48,12 @@ class UsersHandler(BaseHandler):
     def get(self) -> None:
         p = self.parse(LIST_USERS)
         members = self.server.db.read(
-            users.list_user_objects, self.user, self.server.realm, p.user_ids,
-            p.client_gravatar, p.include_custom_profile_fields,
+            users.list_user_objects,
+            self.user,
+            self.server.realm,
+            p.user_ids,
+            p.client_gravatar,
+            p.include_custom_profile_fields,
         )
         self.respond({"members": members})
 
@@ -66,7 +70,7 @@ class OwnUserHandler(BaseHandler):
 
     def delete(self) -> None:
         self.parse(NO_PARAMS)
-        self.server.db.write(users.deactivate_user, self.user, self.user.id)
+        self.server.db.write(users.deactivate_own_user, self.user)
         self.respond()
 
 
@@ -74,8 +78,12 @@ class UserByIdHandler(BaseHandler):
     def get(self, user_id: str) -> None:
         p = self.parse(GET_USER)
         user = self.server.db.read(
-            users.user_object_by_id, self.user, self.server.realm, int(user_id),
-            p.client_gravatar, p.include_custom_profile_fields,
+            users.user_object_by_id,
+            self.user,
+            self.server.realm,
+            int(user_id),
+            p.client_gravatar,
+            p.include_custom_profile_fields,
         )
         self.respond({"user": user})
 
@@ -83,8 +91,14 @@ class UserByIdHandler(BaseHandler):
         p = self.parse(UPDATE_USER)
         profile = None if p.profile_data is None else [(e.id, e.value) for e in p.profile_data]
         self.server.db.write(
-            users.update_user, self.user, int(user_id), self.server.realm,
-            full_name=p.full_name, role=p.role, profile_data=profile, new_email=p.new_email,
+            users.update_user,
+            self.user,
+            int(user_id),
+            self.server.realm,
+            full_name=p.full_name,
+            role=p.role,
+            profile_data=profile,
+            new_email=p.new_email,
         )
         self.respond()
 
@@ -98,8 +112,12 @@ class UserByEmailHandler(BaseHandler):
     def get(self, email: str) -> None:
         p = self.parse(GET_USER)
         user = self.server.db.read(
-            users.user_object_by_email, self.user, self.server.realm, email,
-            p.client_gravatar, p.include_custom_profile_fields,
+            users.user_object_by_email,
+            self.user,
+            self.server.realm,
+            email,
+            p.client_gravatar,
+            p.include_custom_profile_fields,
         )
         self.respond({"user": user})
 
