@@ -20,6 +20,7 @@ class Settings(msgspec.Struct, kw_only=True):
     realm_name: str | None = None  # None: keep the stored name (bootstrap uses DEFAULT_REALM_NAME)
     email_host: str | None = None  # None: keep the stored host (bootstrap uses the site's host)
     site: str | None = None  # None: http://{host}:{port}
+    web_public_channels: bool = True  # the server-wide switch for web-public channels
 
     @property
     def database_path(self) -> str:
@@ -48,6 +49,7 @@ ENVIRONMENT = {
     "realm_name": "TORNCHAT_REALM_NAME",
     "email_host": "TORNCHAT_EMAIL_HOST",
     "site": "TORNCHAT_SITE",
+    "web_public_channels": "TORNCHAT_WEB_PUBLIC_CHANNELS",
 }
 
 
