@@ -14,7 +14,7 @@ from storage import users
 from storage.db import Database
 from tornchat.base import LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.events import EventBus
-from tornchat.handlers import channels, groups, profile_fields, server
+from tornchat.handlers import channel_folders, channels, groups, profile_fields, server, streams, subscriptions
 from tornchat.handlers import users as user_handlers
 from tornchat.ratelimit import FailureLimiter
 from tornchat.settings import Settings
@@ -71,6 +71,9 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     (r"/user_groups/create", groups.CreateUserGroupHandler),
     (r"/realm/profile_fields", profile_fields.ProfileFieldsHandler),
     (r"/channels/create", channels.CreateChannelHandler),
+    *subscriptions.ROUTES,
+    *streams.ROUTES,
+    *channel_folders.ROUTES,
 ]
 
 

@@ -34,6 +34,8 @@ LIST_USER_GROUPS = Params(ListUserGroups)
 
 class CreateUserGroupHandler(BaseHandler):
     def post(self) -> None:
+        # Permission first, as Zulip's decorator does: a refused caller gets one answer whatever it sent.
+        self.server.db.read(groups.check_can_create_groups, self.user)
         p = self.parse(CREATE_USER_GROUP)
         settings = {name: getattr(p, name) for name in groups.GROUP_SETTINGS}
         group_id = self.server.db.write(
@@ -44,7 +46,8 @@ class CreateUserGroupHandler(BaseHandler):
 
 class UserGroupsHandler(BaseHandler):
     def get(self) -> None:
-        p = self.parse(LIST_USER_GROUPS)
+        # Guests are refused before their parameters are read, as Zulip's decorator does.
         if self.user.is_guest:
             raise ApiError("Not allowed for guest users")
+        p = self.parse(LIST_USER_GROUPS)
         self.respond({"user_groups": self.server.db.read(groups.list_groups, p.include_deactivated_groups)})

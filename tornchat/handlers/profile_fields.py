@@ -13,10 +13,11 @@ from tornchat.params import NO_PARAMS, Params
 
 
 class CreateProfileField(msgspec.Struct):
-    name: str
     field_type: int
+    # Zulip defaults a missing name to "", which then fails as "Label cannot be blank.".
+    name: str = ""
     hint: str = ""
-    field_data: dict[str, Any] = {}
+    field_data: dict[str, Any] | None = None
     display_in_profile_summary: bool = False
     required: bool = False
     editable_by_user: bool = True
@@ -31,9 +32,10 @@ class ProfileFieldsHandler(BaseHandler):
         self.respond({"custom_fields": self.server.db.read(profile_fields.list_fields)})
 
     def post(self) -> None:
-        p = self.parse(CREATE_PROFILE_FIELD)
+        # Administrators only, checked before the parameters as Zulip's decorator does.
         if not self.user.is_admin:
             raise must_be_admin()
+        p = self.parse(CREATE_PROFILE_FIELD)
         field_id = self.server.db.write(
             profile_fields.create_field, p.name, p.hint, p.field_type, p.field_data,
             p.display_in_profile_summary, p.required, p.editable_by_user,
