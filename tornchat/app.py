@@ -12,7 +12,7 @@ import tornado.web
 from storage import realm as realm_storage
 from storage import users
 from storage.db import Database
-from tornchat.base import LAST_ACTIVE_RESOLUTION, NotFoundHandler
+from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.events import EventBus
 from tornchat.handlers import channel_folders, channels, groups, profile_fields, server, streams, subscriptions
 from tornchat.handlers import users as user_handlers
@@ -57,8 +57,6 @@ class Server:
 
 
 API = r"/api/v1"
-# An id path segment: digits only, at most 18 so that it always fits SQLite's 64-bit integers.
-ID = r"(\d{1,18})"
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     (r"/server_settings", server.ServerSettingsHandler),
     (r"/fetch_api_key", server.FetchApiKeyHandler),

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("tornchat")
 S = TypeVar("S", bound=msgspec.Struct)
 
+# An id path segment: digits only, at most 18 so that it always fits SQLite's 64-bit integers.
+ID = r"(\d{1,18})"
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 NOT_LOGGED_IN = "Not logged in: API authentication or user session required"
 # How often a user's last_active column is refreshed (it feeds "active in the last 14 days").
