@@ -6,6 +6,7 @@ answers "does this user hold it", recursively through subgroups.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import msgspec
@@ -100,7 +101,7 @@ def create_system_groups(tx: Tx) -> dict[str, int]:
     )
     names = [name for name, _ in SYSTEM_GROUPS]
     # role:nobody stands alone; owners ⊂ administrators ⊂ … ⊂ everyone ⊂ internet.
-    for inner, outer in zip(names[1:], names[2:]):
+    for inner, outer in itertools.pairwise(names[1:]):
         tx.execute(
             "INSERT INTO user_group_subgroups (supergroup_id, subgroup_id) VALUES (?, ?)",
             (ids[outer], ids[inner]),
@@ -116,11 +117,13 @@ def set_role_groups(tx: Tx, user_id: int, old_role: int | None, new_role: int) -
     for name in sorted(old - new):
         group_id = system_group_id(tx, name)
         tx.execute("DELETE FROM user_group_members WHERE group_id = ? AND user_id = ?", (group_id, user_id))
-        tx.publish({"type": "user_group", "op": "remove_members", "group_id": group_id, "user_ids": [user_id]}, everyone)
+        event = {"type": "user_group", "op": "remove_members", "group_id": group_id, "user_ids": [user_id]}
+        tx.publish(event, everyone)
     for name in sorted(new - old):
         group_id = system_group_id(tx, name)
         tx.execute("INSERT INTO user_group_members (group_id, user_id) VALUES (?, ?)", (group_id, user_id))
-        tx.publish({"type": "user_group", "op": "add_members", "group_id": group_id, "user_ids": [user_id]}, everyone)
+        event = {"type": "user_group", "op": "add_members", "group_id": group_id, "user_ids": [user_id]}
+        tx.publish(event, everyone)
 
 
 def active_user_ids(tx: Tx) -> list[int]:
@@ -131,6 +134,7 @@ def active_user_ids(tx: Tx) -> list[int]:
 # The recursive walk starts at the setting's group and goes down through subgroups; a user holds
 # the permission if they are a direct member of any group reached. System groups nest at most
 # eight deep and named groups rarely more, so the walk touches a handful of rows.
+# Deactivated users keep their memberships (for reactivation) but hold no permission meanwhile.
 _IS_MEMBER_SQL = """
 WITH RECURSIVE reachable(id) AS (
     SELECT ?
@@ -138,12 +142,13 @@ WITH RECURSIVE reachable(id) AS (
     SELECT s.subgroup_id FROM user_group_subgroups AS s JOIN reachable AS r ON s.supergroup_id = r.id
 )
 SELECT 1 FROM user_group_members AS m JOIN reachable AS r ON m.group_id = r.id
-WHERE m.user_id = ? LIMIT 1
+JOIN users AS u ON u.id = m.user_id
+WHERE m.user_id = ? AND u.is_active LIMIT 1
 """
 
 
 def is_member(tx: Tx, user_id: int, group_id: int) -> bool:
-    """Return whether the user is in the group directly or through nested subgroups."""
+    """Return whether the active user is in the group directly or through nested subgroups."""
     return tx.one(_IS_MEMBER_SQL, (group_id, user_id)) is not None
 
 
@@ -168,17 +173,27 @@ def setting_value(tx: Tx, group_id: int) -> int | dict[str, list[int]]:
     row = tx.one("SELECT name FROM user_groups WHERE id = ?", (group_id,))
     if row is not None and row["name"] is not None:
         return group_id
-    return {
-        "direct_members": tx.column(
-            "SELECT m.user_id FROM user_group_members AS m JOIN users AS u ON u.id = m.user_id"
-            " WHERE m.group_id = ? AND u.is_active ORDER BY m.user_id",
-            (group_id,),
-        ),
-        "direct_subgroups": tx.column(
-            "SELECT subgroup_id FROM user_group_subgroups WHERE supergroup_id = ? ORDER BY subgroup_id",
-            (group_id,),
-        ),
-    }
+    return {"direct_members": list_active_member_ids(tx, group_id), "direct_subgroups": list_subgroup_ids(tx, group_id)}
+
+
+def list_active_member_ids(tx: Tx, group_id: int) -> list[int]:
+    """Return the group's direct members who are active, sorted.
+
+    Deactivated users keep their rows so that reactivation restores them, but the API never
+    shows them as members (as Zulip does).
+    """
+    return tx.column(
+        "SELECT m.user_id FROM user_group_members AS m JOIN users AS u ON u.id = m.user_id"
+        " WHERE m.group_id = ? AND u.is_active ORDER BY m.user_id",
+        (group_id,),
+    )
+
+
+def list_subgroup_ids(tx: Tx, group_id: int) -> list[int]:
+    """Return the ids of the group's direct subgroups, sorted."""
+    return tx.column(
+        "SELECT subgroup_id FROM user_group_subgroups WHERE supergroup_id = ? ORDER BY subgroup_id", (group_id,)
+    )
 
 
 def check_active_user_ids(tx: Tx, user_ids: list[int]) -> None:
@@ -189,11 +204,13 @@ def check_active_user_ids(tx: Tx, user_ids: list[int]) -> None:
 
 
 def check_named_group_ids(tx: Tx, group_ids: list[int]) -> None:
-    """Raise "Invalid user group ID: N" for the first id that is not a named, active group."""
+    """Raise for the first id that is not a named group ("Invalid user group ID: N") or is deactivated."""
     for group_id in group_ids:
-        row = tx.one("SELECT 1 FROM user_groups WHERE id = ? AND name IS NOT NULL AND NOT deactivated", (group_id,))
+        row = tx.one("SELECT deactivated FROM user_groups WHERE id = ? AND name IS NOT NULL", (group_id,))
         if row is None:
             raise ApiError(f"Invalid user group ID: {group_id}")
+        if row["deactivated"]:
+            raise ApiError("User group is deactivated.")
 
 
 def resolve_setting(
@@ -223,13 +240,19 @@ def resolve_setting(
         raise ApiError("Invalid user group")
     if row["deactivated"]:
         raise ApiError("User group is deactivated.")
-    name = row["name"]
-    if row["is_system_group"]:
-        if name == "role:internet" or name in rule.forbidden or (
-            (name == "role:everyone" and not rule.allow_everyone) or (name == "role:nobody" and not rule.allow_nobody)
-        ):
-            raise ApiError(f"'{setting}' setting cannot be set to '{name}' group.")
+    if row["is_system_group"] and _is_forbidden(rule, row["name"]):
+        raise ApiError(f"'{setting}' setting cannot be set to '{row['name']}' group.")
     return group_id
+
+
+def _is_forbidden(rule: SettingRule, system_group: str) -> bool:
+    # role:internet (logged-out visitors) can never hold a permission.
+    return (
+        system_group == "role:internet"
+        or system_group in rule.forbidden
+        or (system_group == "role:everyone" and not rule.allow_everyone)
+        or (system_group == "role:nobody" and not rule.allow_nobody)
+    )
 
 
 def create_anonymous_group(tx: Tx, member_ids: list[int], subgroup_ids: list[int]) -> int:
@@ -244,7 +267,9 @@ def create_anonymous_group(tx: Tx, member_ids: list[int], subgroup_ids: list[int
         (nobody,) * len(GROUP_SETTINGS),
     )
     group_id = int(cursor.lastrowid or 0)
-    tx.executemany("INSERT INTO user_group_members (group_id, user_id) VALUES (?, ?)", [(group_id, u) for u in member_ids])
+    tx.executemany(
+        "INSERT INTO user_group_members (group_id, user_id) VALUES (?, ?)", [(group_id, u) for u in member_ids]
+    )
     tx.executemany(
         "INSERT INTO user_group_subgroups (supergroup_id, subgroup_id) VALUES (?, ?)",
         [(group_id, g) for g in subgroup_ids],
@@ -261,13 +286,8 @@ def group_object(tx: Tx, row: Any) -> dict[str, Any]:
         "creator_id": row["creator_id"],
         "date_created": row["date_created"],
         "description": row["description"],
-        "members": tx.column(
-            "SELECT user_id FROM user_group_members WHERE group_id = ? ORDER BY user_id", (group_id,)
-        ),
-        "direct_subgroup_ids": tx.column(
-            "SELECT subgroup_id FROM user_group_subgroups WHERE supergroup_id = ? ORDER BY subgroup_id",
-            (group_id,),
-        ),
+        "members": list_active_member_ids(tx, group_id),
+        "direct_subgroup_ids": list_subgroup_ids(tx, group_id),
         "is_system_group": bool(row["is_system_group"]),
         **{setting: setting_value(tx, row[setting]) for setting in GROUP_SETTINGS},
         "deactivated": bool(row["deactivated"]),
@@ -281,6 +301,13 @@ def list_groups(tx: Tx, include_deactivated: bool) -> list[dict[str, Any]]:
         (include_deactivated,),
     )
     return [group_object(tx, row) for row in rows]
+
+
+def check_can_create_groups(tx: Tx, actor: Any) -> None:
+    """Raise "Insufficient permission" unless the actor may create user groups."""
+    can_create = tx.value("SELECT can_create_groups FROM realm")
+    if actor.role == ROLE_GUEST or not is_member(tx, actor.id, can_create):
+        raise insufficient_permission()
 
 
 NAME_PREFIXES_RESERVED = ("@", "role:", "user:", "stream:", "channel:")
@@ -310,9 +337,7 @@ def create_group(
     settings: dict[str, GroupSettingValue | None],
 ) -> int:
     """Create a named user group (spec 4.9); return its id; raise ApiError on any invalid input."""
-    can_create = tx.value("SELECT can_create_groups FROM realm")
-    if actor.role == ROLE_GUEST or not is_member(tx, actor.id, can_create):
-        raise insufficient_permission()
+    check_can_create_groups(tx, actor)
     members = sorted(set(members))
     check_active_user_ids(tx, members)
     name = check_group_name(name)

@@ -29,17 +29,20 @@ MAX_FIELD_NAME_LENGTH, MAX_HINT_LENGTH = 40, 80
 
 def field_object(row: Any) -> dict[str, Any]:
     """Return the API object of a custom_profile_fields row."""
-    return {
+    result: dict[str, Any] = {
         "id": row["id"],
         "type": row["field_type"],
         "order": row["order"],
         "name": row["name"],
         "hint": row["hint"],
         "field_data": row["field_data"],
-        "display_in_profile_summary": bool(row["display_in_profile_summary"]),
         "required": bool(row["required"]),
         "editable_by_user": bool(row["editable_by_user"]),
     }
+    # Zulip sends display_in_profile_summary only when it is true.
+    if row["display_in_profile_summary"]:
+        result["display_in_profile_summary"] = True
+    return result
 
 
 def list_fields(tx: Tx) -> list[dict[str, Any]]:
@@ -47,18 +50,61 @@ def list_fields(tx: Tx) -> list[dict[str, Any]]:
     return [field_object(row) for row in tx.all('SELECT * FROM custom_profile_fields ORDER BY "order", id')]
 
 
+# Zulip's texts for option lists, from its dict validator: the options are checked one by one,
+# required keys first, then keys that should not be there.
 def _check_select_data(field_data: dict[str, Any]) -> None:
     if not field_data:
         raise ApiError("Field must have at least one choice.")
     texts = set()
     for key, option in field_data.items():
-        if not isinstance(option, dict) or not isinstance(option.get("text"), str) or not option["text"].strip():
-            raise ApiError(f'field_data["{key}"] must have a non-empty "text"')
-        if not isinstance(option.get("order"), str):
-            raise ApiError(f'field_data["{key}"]["order"] is not a string')
-        texts.add(option["text"].strip())
+        if not key.strip():
+            raise ApiError("'value' cannot be blank.")
+        if not isinstance(option, dict):
+            raise ApiError("field_data is not a dict")
+        for required in ("text", "order"):
+            if required not in option:
+                raise ApiError(f"{required} key is missing from field_data")
+            if not isinstance(option[required], str):
+                raise ApiError(f'field_data["{required}"] is not a string')
+            if not option[required].strip():
+                raise ApiError(f'field_data["{required}"] cannot be blank.')
+        extra = set(option) - {"text", "order"}
+        if extra:
+            raise ApiError(f"Unexpected arguments: {', '.join(sorted(extra))}")
+        texts.add(option["text"])
     if len(texts) != len(field_data):
         raise ApiError("Field must not have duplicate choices.")
+
+
+# Long text would not fit a one-line summary; a list of people needs client support first.
+NOT_IN_SUMMARY = {LONG_TEXT, USER}
+MAX_SUMMARY_FIELDS = 2
+
+
+def _summary_count(tx: Tx) -> int:
+    return int(tx.value("SELECT count(*) FROM custom_profile_fields WHERE display_in_profile_summary"))
+
+
+def check_definition(
+    tx: Tx, name: str, hint: str, field_type: int, field_data: dict[str, Any], in_summary: bool
+) -> None:
+    """Raise ApiError for an invalid field definition, checking in Zulip's order."""
+    if in_summary and _summary_count(tx) >= MAX_SUMMARY_FIELDS:
+        raise ApiError(f"Only {MAX_SUMMARY_FIELDS} custom profile fields can be displayed in the profile summary.")
+    if field_type == SELECT:
+        _check_select_data(field_data)
+    if not name:
+        raise ApiError("Label cannot be blank.")
+    if len(hint) > MAX_HINT_LENGTH:
+        raise ApiError(f"hint is too long (limit: {MAX_HINT_LENGTH} characters)")
+    if len(name) > MAX_FIELD_NAME_LENGTH:
+        raise ApiError(f"name is too long (limit: {MAX_FIELD_NAME_LENGTH} characters)")
+    if field_type not in FIELD_TYPES:
+        raise ApiError("Invalid field type.")
+    if in_summary and field_type in NOT_IN_SUMMARY:
+        raise ApiError("Field type not supported for display in profile summary.")
+    if tx.one("SELECT 1 FROM custom_profile_fields WHERE name = ?", (name,)):
+        raise ApiError("A field with that label already exists.")
 
 
 def create_field(
@@ -66,52 +112,59 @@ def create_field(
     name: str,
     hint: str,
     field_type: int,
-    field_data: dict[str, Any],
+    field_data: dict[str, Any] | None,
     display_in_profile_summary: bool,
     required: bool,
     editable_by_user: bool,
 ) -> int:
     """Create a custom profile field; return its id; raise ApiError for invalid definitions."""
-    name = name.strip()
-    if not name:
-        raise ApiError("Label cannot be blank.")
-    if len(name) > MAX_FIELD_NAME_LENGTH:
-        raise ApiError(f"name is too long (limit: {MAX_FIELD_NAME_LENGTH} characters)")
-    if len(hint) > MAX_HINT_LENGTH:
-        raise ApiError(f"hint is too long (limit: {MAX_HINT_LENGTH} characters)")
-    if field_type not in FIELD_TYPES:
-        raise ApiError("Invalid field type.")
-    if field_type == SELECT:
-        _check_select_data(field_data)
-    elif field_data:
-        raise ApiError("field_data is only valid for fields of the List of options type.")
-    if tx.one("SELECT 1 FROM custom_profile_fields WHERE name = ?", (name,)):
-        raise ApiError("A field with that label already exists.")
+    name, field_data = name.strip(), field_data or {}
+    check_definition(tx, name, hint, field_type, field_data, display_in_profile_summary)
     order = tx.value('SELECT coalesce(max("order"), 0) + 1 FROM custom_profile_fields')
+    # Only option lists keep their field_data; Zulip ignores it for the other types.
+    stored_data = json.dumps(field_data) if field_type == SELECT else ""
     cursor = tx.execute(
-        "INSERT INTO custom_profile_fields (name, hint, field_type, field_data, \"order\","
+        'INSERT INTO custom_profile_fields (name, hint, field_type, field_data, "order",'
         " display_in_profile_summary, required, editable_by_user) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            name, hint, field_type, json.dumps(field_data) if field_type == SELECT else "", order,
-            display_in_profile_summary, required, editable_by_user,
-        ),
+        (name, hint, field_type, stored_data, order, display_in_profile_summary, required, editable_by_user),
     )
     audience = tx.column("SELECT id FROM users WHERE is_active")
     tx.publish({"type": "custom_profile_fields", "fields": list_fields(tx)}, audience)
     return int(cursor.lastrowid or 0)
 
 
+# The schemes Django's URLValidator accepts, which is what Zulip checks links with.
+URL_SCHEMES = ("http", "https", "ftp", "ftps")
+
+
 def _is_url(value: str) -> bool:
     parts = urllib.parse.urlsplit(value)
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and " " not in value
+    return parts.scheme in URL_SCHEMES and bool(parts.hostname) and not any(c.isspace() for c in value)
 
 
 def _is_date(value: str) -> bool:
+    # fromisoformat alone also takes "20200101" and week dates ("2020-W01-1"): only a value that
+    # survives the round trip is a plain YYYY-MM-DD date.
     try:
-        datetime.date.fromisoformat(value)
+        return datetime.date.fromisoformat(value).isoformat() == value
     except ValueError:
         return False
-    return len(value) == 10
+
+
+def _check_user_ids(tx: Tx, value: Any) -> str:
+    """Return the stored JSON of a users field's value, or raise Zulip's error for it."""
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ApiError("User IDs is not a list")
+    for user_id in value:
+        row = tx.one("SELECT is_active, is_bot FROM users WHERE id = ?", (user_id,))
+        if row is None:
+            raise ApiError(f"Invalid user ID: {user_id}")
+        if not row["is_active"]:
+            raise ApiError(f"User with ID {user_id} is deactivated")
+        if row["is_bot"]:
+            raise ApiError(f"User with ID {user_id} is a bot")
+    # Zulip stores the list as sent, in compact JSON; clients read the value as that text.
+    return json.dumps(value, separators=(",", ":"))
 
 
 def validate_value(tx: Tx, field: Any, value: Any) -> str | None:
@@ -120,13 +173,7 @@ def validate_value(tx: Tx, field: Any, value: Any) -> str | None:
     if value is None or value == "" or value == []:
         return None
     if field_type == USER:
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ApiError(f"{name} is not a list of user IDs")
-        ids = sorted(set(value))
-        for user_id in ids:
-            if tx.one("SELECT 1 FROM users WHERE id = ? AND is_active", (user_id,)) is None:
-                raise ApiError(f"Invalid user ID: {user_id}")
-        return json.dumps(ids)
+        return _check_user_ids(tx, value)
     if not isinstance(value, str):
         raise ApiError(f"{name} is not a string")
     limit = MAX_LENGTH.get(field_type)

@@ -37,7 +37,13 @@ class ProfileFieldsHandler(BaseHandler):
             raise must_be_admin()
         p = self.parse(CREATE_PROFILE_FIELD)
         field_id = self.server.db.write(
-            profile_fields.create_field, p.name, p.hint, p.field_type, p.field_data,
-            p.display_in_profile_summary, p.required, p.editable_by_user,
+            profile_fields.create_field,
+            p.name,
+            p.hint,
+            p.field_type,
+            p.field_data,
+            p.display_in_profile_summary,
+            p.required,
+            p.editable_by_user,
         )
         self.respond({"id": field_id})
