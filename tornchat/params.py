@@ -114,8 +114,9 @@ def _converter(name: str, tp: Any) -> Callable[[str], Any]:
             value = msgspec.json.decode(raw)
         except msgspec.DecodeError:
             raise ApiError(f"{name} is not valid JSON") from None
-        if not _fits_int64(value):
-            raise ApiError(f"{name} is too large")
+        overflow = _int64_overflow(value)
+        if overflow is not None:
+            raise ApiError(f"{name}{overflow} is too large")
         try:
             return msgspec.convert(value, tp, strict=True)
         except msgspec.ValidationError as error:
@@ -127,15 +128,16 @@ def _converter(name: str, tp: Any) -> Callable[[str], Any]:
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _fits_int64(value: Any) -> bool:
-    """Whether every integer in a decoded JSON value fits SQLite's 64-bit integers."""
+def _int64_overflow(value: Any) -> str | None:
+    """Return the path (`""`, `[0]`, `["key"]`) of an integer beyond SQLite's 64 bits, or None."""
     if isinstance(value, int):
-        return INT64_MIN <= value <= INT64_MAX
-    if isinstance(value, list):
-        return all(_fits_int64(v) for v in value)
-    if isinstance(value, dict):
-        return all(_fits_int64(v) for v in value.values())
-    return True
+        return None if INT64_MIN <= value <= INT64_MAX else ""
+    items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+    for key, item in items:
+        inner = _int64_overflow(item)
+        if inner is not None:
+            return (f"[{key}]" if isinstance(key, int) else f'["{key}"]') + inner
+    return None
 
 
 class Params(Generic[S]):
