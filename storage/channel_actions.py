@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from storage import subscriptions
-from storage.channels import ChannelOptions, check_can_add_others, check_subscriber_ids, create_channel
+from storage.channels import ChannelOptions, check_subscriber_ids, create_channel
 from storage.db import Tx
+from storage.errors import insufficient_permission
 from storage.users import User
 
 
@@ -14,6 +15,8 @@ def create_channel_with_subscribers(
     """POST /channels/create: create the channel and subscribe the given users; return its id."""
     channel = create_channel(tx, actor, name, options, web_public_enabled)
     user_ids = check_subscriber_ids(tx, subscriber_ids)
-    check_can_add_others(tx, actor, user_ids)
+    # The same rule as adding subscribers later: the creator administers the channel by default.
+    if any(user_id != actor.id for user_id in user_ids) and not subscriptions.can_add_subscribers(tx, actor, channel):
+        raise insufficient_permission()
     subscriptions.subscribe(tx, [channel], user_ids)
     return channel.id

@@ -385,11 +385,3 @@ def check_subscriber_ids(tx: Tx, user_ids: list[int]) -> list[int]:
         if not row["is_active"]:
             raise ApiError("User is deactivated")
     return sorted(set(user_ids))
-
-
-def check_can_add_others(tx: Tx, actor: User, user_ids: list[int]) -> None:
-    """Raise unless the actor may subscribe users other than themselves (realm setting)."""
-    if any(user_id != actor.id for user_id in user_ids) and not is_member(
-        tx, actor.id, realm_group(tx, "can_add_subscribers_group")
-    ):
-        raise insufficient_permission()

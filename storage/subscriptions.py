@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from storage.channels import Channel, channel_object, subscriber_ids, users_with_metadata_access
+import msgspec
+
+from storage.channels import (
+    CHANNEL_COLUMNS,
+    Channel,
+    ChannelOptions,
+    access_channel_by_id,
+    access_channel_by_name,
+    can_administer,
+    channel_object,
+    check_channel_name,
+    check_subscriber_ids,
+    create_channel,
+    get_channel_by_name,
+    has_content_access,
+    has_metadata_access,
+    is_subscribed,
+    subscriber_ids,
+    users_with_metadata_access,
+)
 from storage.db import Tx
+from storage.errors import ApiError, insufficient_permission
+from storage.groups import is_member
+from storage.realm import MAX_STREAM_DESCRIPTION_LENGTH, Realm, realm_group
+from storage.users import User, access_user_by_email, get_user_by_id
 
 # Personal colours handed out to new subscriptions in turn.
 PALETTE = (
@@ -43,6 +67,13 @@ NOTIFICATION_SETTINGS = (
 )
 BOOLEAN_PROPERTIES = ("is_muted", "in_home_view", "pin_to_top") + NOTIFICATION_SETTINGS
 PROPERTIES = ("color",) + BOOLEAN_PROPERTIES
+COLOR = re.compile(r"#[0-9a-fA-F]{3,6}")
+
+INCLUDE_SUBSCRIBERS = ("true", "false", "partial")
+# include_subscribers=partial: channels this big get `partial_subscribers` (bots and the users
+# active in the last 14 days) instead of the full list.
+PARTIAL_SUBSCRIBERS_THRESHOLD = 250
+RECENTLY_ACTIVE_SUBSCRIBER_SECONDS = 14 * 86400
 
 
 def next_color(tx: Tx, user_id: int) -> str:
@@ -69,22 +100,29 @@ def subscription_object(tx: Tx, channel: Channel, row: Any, subscribers: dict[st
     return result
 
 
+# -- subscribing and unsubscribing: the one place that writes the rows and sends the events ----
+
+
 def subscribe(
     tx: Tx, channels: list[Channel], user_ids: list[int], colors: dict[int, str] | None = None
 ) -> tuple[dict[int, list[Channel]], dict[int, list[Channel]]]:
     """Subscribe every user to every channel; return ({user: newly subscribed}, {user: already}).
 
-    Sends subscription/add to each new subscriber and peer_add to the others who can see the channel.
+    Sends stream/create to new subscribers who could not see the channel before, subscription/add
+    to each new subscriber and peer_add to the others who can see the channel.
     """
     colors = colors or {}
     added: dict[int, list[Channel]] = {}
     already: dict[int, list[Channel]] = {}
+    audience_before: dict[int, set[int]] = {}
     for user_id in user_ids:
         for channel in channels:
             row = tx.one("SELECT active FROM subscriptions WHERE user_id = ? AND channel_id = ?", (user_id, channel.id))
             if row is not None and row["active"]:
                 already.setdefault(user_id, []).append(channel)
                 continue
+            if channel.id not in audience_before:
+                audience_before[channel.id] = set(users_with_metadata_access(tx, channel))
             if row is None:
                 color = colors.get(channel.id) or next_color(tx, user_id)
                 tx.execute(
@@ -92,12 +130,25 @@ def subscribe(
                     (user_id, channel.id, color),
                 )
             else:
+                # A returning subscriber gets their old colour and settings back.
                 tx.execute(
                     "UPDATE subscriptions SET active = 1 WHERE user_id = ? AND channel_id = ?", (user_id, channel.id)
                 )
             added.setdefault(user_id, []).append(channel)
+    _publish_newly_visible(tx, added, audience_before)
     _publish_added(tx, added)
     return added, already
+
+
+def _publish_newly_visible(tx: Tx, added: dict[int, list[Channel]], audience_before: dict[int, set[int]]) -> None:
+    # A private channel appears to a new subscriber as it would have had they seen its creation.
+    for user_id, user_channels in added.items():
+        unseen = [c for c in user_channels if user_id not in audience_before[c.id]]
+        if unseen:
+            tx.publish(
+                {"type": "stream", "op": "create", "streams": [channel_object(tx, c, tx.now) for c in unseen]},
+                [user_id],
+            )
 
 
 def _publish_added(tx: Tx, added: dict[int, list[Channel]]) -> None:
@@ -116,3 +167,301 @@ def _publish_added(tx: Tx, added: dict[int, list[Channel]]) -> None:
         if peers:
             event = {"type": "subscription", "op": "peer_add", "stream_ids": [channel_id], "user_ids": sorted(new_ids)}
             tx.publish(event, peers)
+
+
+def unsubscribe(
+    tx: Tx, channels: list[Channel], user_ids: list[int]
+) -> tuple[dict[int, list[Channel]], dict[int, list[Channel]]]:
+    """Unsubscribe every user from every channel; return ({user: removed}, {user: was not subscribed}).
+
+    The rows stay (inactive) so that colour and settings return on resubscription. Sends
+    subscription/remove to each removed user and peer_remove to the others who can see the channel.
+    """
+    removed: dict[int, list[Channel]] = {}
+    not_removed: dict[int, list[Channel]] = {}
+    for user_id in user_ids:
+        for channel in channels:
+            if not is_subscribed(tx, user_id, channel.id):
+                not_removed.setdefault(user_id, []).append(channel)
+                continue
+            tx.execute(
+                "UPDATE subscriptions SET active = 0 WHERE user_id = ? AND channel_id = ?", (user_id, channel.id)
+            )
+            removed.setdefault(user_id, []).append(channel)
+    by_channel: dict[int, list[int]] = {}
+    channel_by_id: dict[int, Channel] = {}
+    for user_id, user_channels in removed.items():
+        gone = [{"name": c.name, "stream_id": c.id} for c in user_channels]
+        tx.publish({"type": "subscription", "op": "remove", "subscriptions": gone}, [user_id])
+        for channel in user_channels:
+            by_channel.setdefault(channel.id, []).append(user_id)
+            channel_by_id[channel.id] = channel
+    for channel_id, gone_ids in by_channel.items():
+        # Computed after the update: whoever lost access with their subscription hears nothing more.
+        peers = set(users_with_metadata_access(tx, channel_by_id[channel_id])) - set(gone_ids)
+        if peers:
+            event = {"type": "subscription", "op": "peer_remove", "stream_ids": [channel_id], "user_ids": gone_ids}
+            tx.publish(event, peers)
+    return removed, not_removed
+
+
+# -- POST /users/me/subscriptions --------------------------------------------------------------
+
+
+class NewSubscription(msgspec.Struct):
+    """An element of `subscriptions` in POST /users/me/subscriptions."""
+
+    name: str
+    color: str | None = None
+    description: Annotated[str, msgspec.Meta(max_length=MAX_STREAM_DESCRIPTION_LENGTH)] | None = None
+
+    def __post_init__(self) -> None:
+        # A ValueError becomes the API's "Invalid subscriptions[i]: Value error, ..." at decoding.
+        if self.color is not None and not COLOR.fullmatch(self.color):
+            raise ValueError("add.color is not a valid hex color code")
+
+
+def resolve_principals(tx: Tx, actor: User, principals: list[str | int] | None, realm: Realm) -> list[int]:
+    """Return the distinct active users named by ids or API emails (the actor when none are given)."""
+    if not principals:
+        return [actor.id]
+    if all(isinstance(p, int) for p in principals):
+        return check_subscriber_ids(tx, [int(p) for p in principals])
+    user_ids = []
+    for index, principal in enumerate(principals):
+        if not isinstance(principal, str):
+            # The API's type is "list of strings or list of ids"; a mix fails as the first branch.
+            raise ApiError(f'principals["list[str]"][{index}] is not a string')
+        user = access_user_by_email(tx, actor, principal, realm)
+        if not user.is_active:
+            raise ApiError("User is deactivated")
+        user_ids.append(user.id)
+    return sorted(set(user_ids))
+
+
+def can_add_subscribers(tx: Tx, actor: User, channel: Channel) -> bool:
+    """Return whether the actor may subscribe others to a channel whose content they can access."""
+    if actor.is_guest:
+        return False
+    return (
+        is_member(tx, actor.id, realm_group(tx, "can_add_subscribers_group"))
+        or is_member(tx, actor.id, channel.can_add_subscribers_group)
+        or can_administer(tx, actor, channel)
+    )
+
+
+def add_subscriptions(
+    tx: Tx,
+    actor: User,
+    requested: list[NewSubscription],
+    principals: list[str | int] | None,
+    options: ChannelOptions,
+    realm: Realm,
+    authorization_errors_fatal: bool = True,
+    web_public_enabled: bool = True,
+) -> dict[str, Any]:
+    """POST /users/me/subscriptions: create what is missing, subscribe; return the API's result.
+
+    All or nothing: any error leaves every channel and subscription as it was.
+    """
+    if actor.is_guest:
+        raise ApiError("Not allowed for guest users")
+    user_ids = resolve_principals(tx, actor, principals, realm)
+    channels, created, colors = _find_or_create(tx, actor, requested, options, web_public_enabled)
+    unauthorized = [
+        c for c in channels if c.id not in created and (c.is_archived or not has_content_access(tx, actor, c))
+    ]
+    if unauthorized and authorization_errors_fatal:
+        raise ApiError(f"Unable to access channel ({unauthorized[0].name}).")
+    channels = [c for c in channels if c not in unauthorized]
+    if any(user_id != actor.id for user_id in user_ids) and not all(
+        can_add_subscribers(tx, actor, c) for c in channels
+    ):
+        raise insufficient_permission()
+    added, already = subscribe(tx, channels, user_ids, colors)
+    result: dict[str, Any] = {
+        "subscribed": {str(user_id): [c.name for c in chans] for user_id, chans in added.items()},
+        "already_subscribed": {str(user_id): [c.name for c in chans] for user_id, chans in already.items()},
+    }
+    if not authorization_errors_fatal:
+        result["unauthorized"] = [c.name for c in unauthorized]
+    return result
+
+
+def _find_or_create(
+    tx: Tx, actor: User, requested: list[NewSubscription], options: ChannelOptions, web_public_enabled: bool
+) -> tuple[list[Channel], set[int], dict[int, str]]:
+    """Return the requested channels (distinct, in order), the ids of those created, and the colours asked for."""
+    wanted: dict[str, NewSubscription] = {}
+    for entry in requested:
+        wanted.setdefault(check_channel_name(entry.name).casefold(), entry)
+    channels: list[Channel] = []
+    created: set[int] = set()
+    colors: dict[int, str] = {}
+    for entry in wanted.values():
+        channel = get_channel_by_name(tx, entry.name)
+        if channel is None:
+            description = entry.description if entry.description is not None else options.description
+            new_options = msgspec.structs.replace(options, description=description)
+            channel = create_channel(tx, actor, entry.name, new_options, web_public_enabled)
+            created.add(channel.id)
+        channels.append(channel)
+        if entry.color is not None:
+            colors[channel.id] = entry.color
+    return channels, created, colors
+
+
+# -- DELETE /users/me/subscriptions ------------------------------------------------------------
+
+
+def can_remove_subscribers(tx: Tx, actor: User, channel: Channel) -> bool:
+    """Return whether the actor may unsubscribe other users from a channel they can see."""
+    if can_administer(tx, actor, channel):  # organization administrators and the channel's
+        return True
+    return (
+        not actor.is_guest
+        and has_metadata_access(tx, actor, channel)
+        and is_member(tx, actor.id, channel.can_remove_subscribers_group)
+    )
+
+
+def remove_subscriptions(
+    tx: Tx, actor: User, names: list[str], principals: list[str | int] | None, realm: Realm
+) -> dict[str, list[str]]:
+    """DELETE /users/me/subscriptions: return {removed, not_removed}, one name per (user, channel).
+
+    A channel the actor may not see answers STREAM_DOES_NOT_EXIST, like an unknown one.
+    """
+    user_ids = resolve_principals(tx, actor, principals, realm)
+    for name in names:
+        check_channel_name(name)
+    channels: dict[int, Channel] = {}
+    for name in names:
+        channel = access_channel_by_name(tx, actor, name)
+        channels.setdefault(channel.id, channel)
+    targets = [get_user_by_id(tx, user_id) for user_id in user_ids]
+    # Unsubscribing oneself or one's own bots needs nothing more than seeing the channel.
+    others = any(t is not None and t.id != actor.id and not (t.is_bot and t.bot_owner_id == actor.id) for t in targets)
+    if others and not all(can_remove_subscribers(tx, actor, c) for c in channels.values()):
+        raise insufficient_permission()
+    removed, not_removed = unsubscribe(tx, list(channels.values()), user_ids)
+    return {
+        "removed": [c.name for user_id in user_ids for c in removed.get(user_id, [])],
+        "not_removed": [c.name for user_id in user_ids for c in not_removed.get(user_id, [])],
+    }
+
+
+# -- GET /users/me/subscriptions ---------------------------------------------------------------
+
+# The subscriptions primary key (user_id, channel_id) serves this; channels by their primary key.
+LIST_SUBSCRIPTIONS_SQL = (
+    f"SELECT subscriptions.*, {CHANNEL_COLUMNS} FROM subscriptions"
+    " JOIN channels ON channels.id = subscriptions.channel_id"
+    " WHERE subscriptions.user_id = ? AND subscriptions.active"
+)
+# subscriptions_by_channel serves this; users by their primary key.
+RECENT_SUBSCRIBERS_SQL = (
+    "SELECT s.user_id FROM subscriptions AS s JOIN users AS u ON u.id = s.user_id"
+    " WHERE s.channel_id = ? AND s.active AND u.is_active AND (u.is_bot OR u.last_active >= ?)"
+    " ORDER BY s.user_id"
+)
+
+
+def list_subscriptions(tx: Tx, user: User, include_subscribers: str = "false") -> list[dict[str, Any]]:
+    """Return the user's active subscription objects sorted by channel name (archived ones too)."""
+    if include_subscribers not in INCLUDE_SUBSCRIBERS:
+        raise ApiError("Invalid include_subscribers")
+    rows = tx.all(LIST_SUBSCRIPTIONS_SQL, (user.id,))
+    result = []
+    for row in sorted(rows, key=lambda r: r["name"]):
+        channel = msgspec.convert(dict(row), Channel, strict=False)
+        result.append(subscription_object(tx, channel, row, _subscribers(tx, channel, include_subscribers)))
+    return result
+
+
+def _subscribers(tx: Tx, channel: Channel, include_subscribers: str) -> dict[str, list[int]] | None:
+    if include_subscribers == "false":
+        return None
+    ids = subscriber_ids(tx, channel.id)
+    if include_subscribers == "true" or len(ids) < PARTIAL_SUBSCRIBERS_THRESHOLD:
+        return {"subscribers": ids}
+    recent = tx.column(RECENT_SUBSCRIBERS_SQL, (channel.id, tx.now - RECENTLY_ACTIVE_SUBSCRIBER_SECONDS))
+    return {"partial_subscribers": recent}
+
+
+# -- PATCH /users/me/subscriptions/{id}, POST /users/me/subscriptions/properties ----------------
+
+
+def check_property_value(property: str, value: Any) -> Any:
+    """Return the value to store for a subscription property.
+
+    Raises ApiError, or ValueError for a bad colour (the bulk form reports it as a value error of
+    its entry, "Invalid subscription_data[i]: Value error, ...").
+    """
+    if property == "color":
+        if not isinstance(value, str) or not COLOR.fullmatch(value):
+            raise ValueError("color is not a valid hex color code")
+        return value
+    if property not in BOOLEAN_PROPERTIES:
+        raise ApiError(f"Unknown subscription property: {property}")
+    # null for a notification setting means "inherit the user's default" again.
+    if isinstance(value, bool) or (value is None and property in NOTIFICATION_SETTINGS):
+        return value
+    raise ApiError(f"{property} is not a boolean")
+
+
+class PropertyChange(msgspec.Struct):
+    """An element of `subscription_data`: one property of one of the user's subscriptions."""
+
+    stream_id: int
+    property: str
+    value: bool | str | None
+
+    def __post_init__(self) -> None:
+        self.value = check_property_value(self.property, self.value)
+
+
+def property_change(stream_id: int, property: str, text: str) -> PropertyChange:
+    """Return the change PATCH /users/me/subscriptions/{id} asks for.
+
+    `value` is a JSON bool (or null) when it parses as one, otherwise the text itself.
+    """
+    try:
+        decoded = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        decoded = text
+    try:
+        return PropertyChange(stream_id, property, decoded if decoded is None or isinstance(decoded, bool) else text)
+    except ValueError as error:
+        raise ApiError(str(error)) from None
+
+
+def update_subscription_properties(tx: Tx, user: User, changes: list[PropertyChange]) -> None:
+    """Apply the changes in order, each with its subscription/update event(s); all or nothing."""
+    for change in changes:
+        channel = access_channel_by_id(tx, user, change.stream_id, require_content=True)
+        if channel.is_archived:
+            raise ApiError("Invalid channel ID")
+        if not is_subscribed(tx, user.id, channel.id):
+            raise ApiError(f"Not subscribed to channel ID {change.stream_id}")
+        if change.property in ("is_muted", "in_home_view"):
+            muted = change.value if change.property == "is_muted" else not change.value
+            _set_property(tx, user, channel, "is_muted", muted)
+            # Clients of both generations listen: the legacy in_home_view first, then is_muted.
+            _publish_update(tx, user, channel, "in_home_view", not muted)
+            _publish_update(tx, user, channel, "is_muted", muted)
+        else:
+            _set_property(tx, user, channel, change.property, change.value)
+            _publish_update(tx, user, channel, change.property, change.value)
+
+
+def _set_property(tx: Tx, user: User, channel: Channel, column: str, value: Any) -> None:
+    assert column in PROPERTIES  # a column name from the fixed list, never from the request
+    tx.execute(
+        f"UPDATE subscriptions SET {column} = ? WHERE user_id = ? AND channel_id = ?", (value, user.id, channel.id)
+    )
+
+
+def _publish_update(tx: Tx, user: User, channel: Channel, property: str, value: Any) -> None:
+    event = {"type": "subscription", "op": "update", "property": property, "value": value, "stream_id": channel.id}
+    tx.publish(event, [user.id])

@@ -306,11 +306,17 @@ class TestPermissions:
         set_realm_group(live, "can_create_public_channel_group", "role:moderators")
         assert_error(create(member, "public2"), INSUFFICIENT)
 
-    def test_subscribing_others_needs_the_realm_setting(self, live):
+    def test_subscribing_others_needs_a_subscriber_permission(self, live):
         set_realm_group(live, "can_add_subscribers_group", "role:administrators")
         member, other = live.make_user(), live.make_user()
-        assert_error(create(member, "mine", [member.id, other.id]), INSUFFICIENT)
-        assert_success(create(member, "mine", [member.id]))
+        admins_only = {"direct_members": [], "direct_subgroups": [group_id(live, "role:administrators")]}
+        assert_error(
+            create(member, "mine", [member.id, other.id], can_administer_channel_group=admins_only), INSUFFICIENT
+        )
+        assert channel_obj(live, "mine") is None
+        assert_success(create(member, "mine", [member.id], can_administer_channel_group=admins_only))
+        # By default the creator administers the channel, and so may add anyone.
+        assert_success(create(member, "ours", [member.id, other.id]))
 
 
 class TestEvents:

@@ -1,7 +1,100 @@
-"""Routes of this resource are added to ROUTES as its handlers are written."""
+"""The user's own subscriptions: list, subscribe (creating channels), unsubscribe, personal settings."""
 
 from __future__ import annotations
 
+import msgspec
 import tornado.web
 
-ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = []
+from storage import subscriptions
+from storage.errors import ApiError
+from tornchat.base import ID, BaseHandler
+from tornchat.handlers.channels import ChannelSettingsParams
+from tornchat.params import Params
+
+
+class ListSubscriptions(msgspec.Struct):
+    include_subscribers: str = "false"  # "true", "false" or "partial": a plain string, not JSON
+
+
+class Subscribe(ChannelSettingsParams, kw_only=True):
+    subscriptions: list[subscriptions.NewSubscription]
+    principals: list[str | int] | None = None
+    authorization_errors_fatal: bool = True
+    send_new_subscription_messages: bool = True
+
+
+class Unsubscribe(msgspec.Struct):
+    subscriptions: list[str]
+    principals: list[str | int] | None = None
+
+
+class UpdateSubscriptionProperty(msgspec.Struct):
+    property: str
+    value: str  # raw: a JSON bool when it parses as one, otherwise the text (a colour)
+
+
+class UpdateSubscriptionProperties(msgspec.Struct):
+    subscription_data: list[subscriptions.PropertyChange]
+
+
+LIST_SUBSCRIPTIONS = Params(ListSubscriptions)
+SUBSCRIBE = Params(Subscribe)
+UNSUBSCRIBE = Params(Unsubscribe)
+UPDATE_PROPERTY = Params(UpdateSubscriptionProperty)
+UPDATE_PROPERTIES = Params(UpdateSubscriptionProperties)
+
+
+class SubscriptionsHandler(BaseHandler):
+    def get(self) -> None:
+        p = self.parse(LIST_SUBSCRIPTIONS)
+        found = self.server.db.read(subscriptions.list_subscriptions, self.user, p.include_subscribers)
+        self.respond({"subscriptions": found})
+
+    def post(self) -> None:
+        # Guests are refused before their parameters are read, as Zulip's decorator does.
+        if self.user.is_guest:
+            raise ApiError("Not allowed for guest users")
+        p = self.parse(SUBSCRIBE)
+        result = self.server.db.write(
+            subscriptions.add_subscriptions,
+            self.user,
+            p.subscriptions,
+            p.principals,
+            p.channel_options(),
+            self.server.realm,
+            p.authorization_errors_fatal,
+            self.server.settings.web_public_channels,
+        )
+        if p.send_new_subscription_messages:
+            # Notification-bot messages need the messages issue; until then none is ever sent.
+            result["new_subscription_messages_sent"] = False
+        self.respond(result)
+
+    def delete(self) -> None:
+        p = self.parse(UNSUBSCRIBE)
+        result = self.server.db.write(
+            subscriptions.remove_subscriptions, self.user, p.subscriptions, p.principals, self.server.realm
+        )
+        self.respond(result)
+
+
+class SubscriptionPropertyHandler(BaseHandler):
+    def patch(self, stream_id: str) -> None:
+        p = self.parse(UPDATE_PROPERTY)
+        change = subscriptions.property_change(int(stream_id), p.property, p.value)
+        self.server.db.write(subscriptions.update_subscription_properties, self.user, [change])
+        self.respond()
+
+
+class SubscriptionPropertiesHandler(BaseHandler):
+    def post(self) -> None:
+        p = self.parse(UPDATE_PROPERTIES)
+        self.server.db.write(subscriptions.update_subscription_properties, self.user, p.subscription_data)
+        self.respond()
+
+
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
+    (r"/users/me/subscriptions", SubscriptionsHandler),
+    (r"/users/me/subscriptions/properties", SubscriptionPropertiesHandler),
+    ("/users/me/subscriptions/" + ID, SubscriptionPropertyHandler),
+]
