@@ -1,7 +1,47 @@
-"""Routes of this resource are added to ROUTES as its handlers are written."""
+"""Channel folders: POST /channel_folders/create (also POST /channel_folders), GET /channel_folders."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import msgspec
 import tornado.web
 
-ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = []
+from storage import channel_folders
+from storage.channel_folders import MAX_FOLDER_DESCRIPTION_LENGTH, MAX_FOLDER_NAME_LENGTH
+from tornchat.base import BaseHandler
+from tornchat.params import Params
+
+
+class CreateChannelFolder(msgspec.Struct):
+    name: Annotated[str, msgspec.Meta(max_length=MAX_FOLDER_NAME_LENGTH)]
+    description: Annotated[str, msgspec.Meta(max_length=MAX_FOLDER_DESCRIPTION_LENGTH)] = ""
+
+
+class GetChannelFolders(msgspec.Struct):
+    include_archived: bool = False
+
+
+CREATE_CHANNEL_FOLDER = Params(CreateChannelFolder)
+GET_CHANNEL_FOLDERS = Params(GetChannelFolders)
+
+
+class CreateChannelFolderHandler(BaseHandler):
+    def post(self) -> None:
+        # Administrators only, checked before the parameters as Zulip's decorator does.
+        channel_folders.check_can_create_folders(self.user)
+        p = self.parse(CREATE_CHANNEL_FOLDER)
+        folder_id = self.server.db.write(channel_folders.create_channel_folder, self.user, p.name, p.description)
+        self.respond({"channel_folder_id": folder_id})
+
+
+class ChannelFoldersHandler(CreateChannelFolderHandler):
+    def get(self) -> None:
+        p = self.parse(GET_CHANNEL_FOLDERS)
+        self.respond({"channel_folders": self.server.db.read(channel_folders.list_channel_folders, p.include_archived)})
+
+
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
+    (r"/channel_folders", ChannelFoldersHandler),
+    (r"/channel_folders/create", CreateChannelFolderHandler),
+]
