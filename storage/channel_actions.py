@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from storage import subscriptions
+from storage.channel_admin import publish_default_channels
 from storage.channels import ChannelOptions, check_subscriber_ids, create_channel
 from storage.db import Tx
 from storage.errors import insufficient_permission
@@ -19,4 +20,6 @@ def create_channel_with_subscribers(
     if any(user_id != actor.id for user_id in user_ids) and not subscriptions.can_add_subscribers(tx, actor, channel):
         raise insufficient_permission()
     subscriptions.subscribe(tx, [channel], user_ids)
+    if options.is_default_stream:
+        publish_default_channels(tx)
     return channel.id

@@ -26,6 +26,7 @@ from storage.channels import (
     check_channel_name,
     check_description,
     check_folder,
+    check_web_public_allowed,
     default_channel_ids,
     get_channel_by_id,
     get_channel_by_name,
@@ -241,13 +242,7 @@ def _privacy_changes(
         if not is_member(tx, actor.id, realm_group(tx, setting)):
             raise insufficient_permission()
     if update.is_web_public:
-        # The same checks, in the same words, as creating a web-public channel.
-        if not web_public_enabled:
-            raise ApiError("Web-public channels are not enabled on this server.")
-        if not tx.value("SELECT enable_spectator_access FROM realm"):
-            raise ApiError("Web-public channels are not enabled.")
-        if not is_member(tx, actor.id, realm_group(tx, "can_create_web_public_channel_group")):
-            raise insufficient_permission()
+        check_web_public_allowed(tx, actor, web_public_enabled)
     return {"invite_only": private, "history_public_to_subscribers": history, "is_web_public": web_public}
 
 

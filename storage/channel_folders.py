@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from storage import groups, markdown
+from storage.channels import first_unprintable
 from storage.db import Tx
 from storage.errors import ApiError, must_be_admin
 from storage.users import User
@@ -47,11 +47,9 @@ def check_folder_name(tx: Tx, name: str) -> str:
     name = name.strip()
     if not name:
         raise ApiError("Channel folder name can't be empty.")
-    for position, char in enumerate(name, start=1):
-        code = ord(char)
-        noncharacter = 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
-        if unicodedata.category(char) in ("Cc", "Cs") or noncharacter:
-            raise ApiError(f"Invalid character in channel folder name, at position {position}.")
+    position = first_unprintable(name)
+    if position is not None:
+        raise ApiError(f"Invalid character in channel folder name, at position {position}.")
     # Names are unique case-insensitively, archived folders included (the column is NOCASE).
     if tx.one("SELECT 1 FROM channel_folders WHERE name = ?", (name,)) is not None:
         raise ApiError("Channel folder name already in use")

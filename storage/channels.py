@@ -236,15 +236,19 @@ def check_channel_name(name: str) -> str:
         raise ApiError("Channel name can't be empty.")
     if len(name) > MAX_STREAM_NAME_LENGTH:
         raise ApiError(f"Channel name too long (limit: {MAX_STREAM_NAME_LENGTH} characters).")
-    for position, char in enumerate(name, start=1):
-        if unicodedata.category(char) in ("Cc", "Cs") or _is_noncharacter(char):
-            raise ApiError(f"Invalid character in channel name, at position {position}.")
+    position = first_unprintable(name)
+    if position is not None:
+        raise ApiError(f"Invalid character in channel name, at position {position}.")
     return name
 
 
-def _is_noncharacter(char: str) -> bool:
-    code = ord(char)
-    return 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE
+def first_unprintable(text: str) -> int | None:
+    """Return the 1-based position of the first control, surrogate or non-character, or None."""
+    for position, char in enumerate(text, start=1):
+        code = ord(char)
+        if unicodedata.category(char) in ("Cc", "Cs") or 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE:
+            return position
+    return None
 
 
 def check_description(description: str) -> str:
@@ -297,12 +301,17 @@ def check_can_create(tx: Tx, actor: User, options: ChannelOptions, web_public_en
         if options.invite_only:
             raise ApiError("A default channel cannot be private.")
     if options.is_web_public:
-        if not web_public_enabled:
-            raise ApiError("Web-public channels are not enabled on this server.")
-        if not tx.value("SELECT enable_spectator_access FROM realm"):
-            raise ApiError("Web-public channels are not enabled.")
-        if not is_member(tx, actor.id, realm_group(tx, "can_create_web_public_channel_group")):
-            raise insufficient_permission()
+        check_web_public_allowed(tx, actor, web_public_enabled)
+
+
+def check_web_public_allowed(tx: Tx, actor: User, web_public_enabled: bool) -> None:
+    """Raise unless the server, the realm and the actor's groups all allow web-public channels."""
+    if not web_public_enabled:
+        raise ApiError("Web-public channels are not enabled on this server.")
+    if not tx.value("SELECT enable_spectator_access FROM realm"):
+        raise ApiError("Web-public channels are not enabled.")
+    if not is_member(tx, actor.id, realm_group(tx, "can_create_web_public_channel_group")):
+        raise insufficient_permission()
 
 
 def resolve_channel_settings(tx: Tx, actor: User, options: ChannelOptions, history_public: bool) -> dict[str, int]:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+import zulip
 
 from tests.helpers import LiveServer, data_dir_for
+from tornchat.bootstrap import write_zuliprc
 
 
 @pytest.fixture
@@ -13,3 +16,11 @@ def live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     server = LiveServer(data_dir_for(tmp_path))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def zulip_client(live, tmp_path):  # type: ignore[no-untyped-def]
+    """The official zulip client, configured from a zuliprc for the live server's owner."""
+    path = os.path.join(str(tmp_path), "zuliprc-live")
+    write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
+    return zulip.Client(config_file=path)

@@ -5,17 +5,12 @@ from __future__ import annotations
 import pytest
 
 from storage import channels, groups
+from tests.channel_helpers import INSUFFICIENT, set_realm_group
 from tests.helpers import assert_error, assert_success
-
-INSUFFICIENT = "Insufficient permission"
 
 
 def group_id(live, name):
     return live.read(groups.system_group_id, name)
-
-
-def set_realm_group(live, setting, group_name):
-    live.write(lambda tx: tx.execute(f"UPDATE realm SET {setting} = ?", (groups.system_group_id(tx, group_name),)))
 
 
 def channel_obj(live, name):
@@ -350,3 +345,12 @@ class TestEvents:
         before = len(live.events())
         assert_error(create(live.owner, "nope", [12345]), "No such user")
         assert live.events()[before:] == []
+
+
+def test_default_channel_creation_sends_default_streams(live):
+    guest = live.make_user(role="guest")
+    before = len(live.events())
+    assert_success(create(live.owner, "lobby", is_default_stream=True))
+    [(event, audience)] = [(e, ids) for e, ids in live.events()[before:] if e["type"] == "default_streams"]
+    assert [c["name"] for c in event["default_streams"]] == ["lobby"]
+    assert live.owner.id in audience and guest.id not in audience

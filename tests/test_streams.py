@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import zulip
 
 from tests.helpers import assert_error, assert_success, make_bot
-from tornchat.bootstrap import write_zuliprc
 
 
 def create_channel(client, name, subscribers=(), **params):
@@ -307,30 +303,23 @@ def test_outsider_learns_nothing_about_a_private_channel(live):
 # -- the zulip client --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def client(live, tmp_path):
-    path = os.path.join(str(tmp_path), "zuliprc-streams")
-    write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
-    return zulip.Client(config_file=path)
-
-
-def test_zulip_client_manages_channels(client, live):
+def test_zulip_client_manages_channels(zulip_client, live):
     member = live.make_user()
     channel_id = create_channel(live.owner, "devel", [live.owner.id, member.id])
-    result = client.get_streams(include_public=True, include_default=True)
+    result = zulip_client.get_streams(include_public=True, include_default=True)
     assert result["result"] == "success", result
     assert [(s["name"], s["is_default"]) for s in result["streams"]] == [("devel", False)]
-    assert client.get_stream_id("Devel") == {"result": "success", "msg": "", "stream_id": channel_id}
-    assert client.get_subscribers(stream="devel")["subscribers"] == sorted([live.owner.id, member.id])
-    result = client.update_stream({"stream_id": channel_id, "new_name": "development", "description": "**Code**"})
+    assert zulip_client.get_stream_id("Devel") == {"result": "success", "msg": "", "stream_id": channel_id}
+    assert zulip_client.get_subscribers(stream="devel")["subscribers"] == sorted([live.owner.id, member.id])
+    result = zulip_client.update_stream({"stream_id": channel_id, "new_name": "development", "description": "**Code**"})
     assert result["result"] == "success", result
     stream = assert_success(live.owner.get(f"/streams/{channel_id}"))["stream"]
     assert (stream["name"], stream["rendered_description"]) == ("development", "<p><strong>Code</strong></p>")
-    assert client.delete_stream(channel_id)["result"] == "success"
-    assert client.get_streams()["streams"] == []
-    assert client.delete_stream(channel_id) == {
+    assert zulip_client.delete_stream(channel_id)["result"] == "success"
+    assert zulip_client.get_streams()["streams"] == []
+    assert zulip_client.delete_stream(channel_id) == {
         "result": "error",
         "msg": "Channel is already deactivated",
         "code": "BAD_REQUEST",
     }
-    assert client.get_stream_id("nowhere")["msg"] == "Invalid channel name 'nowhere'"
+    assert zulip_client.get_stream_id("nowhere")["msg"] == "Invalid channel name 'nowhere'"

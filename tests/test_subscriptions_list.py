@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from storage import passwords, subscriptions
+from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
 from tests.helpers import assert_error, assert_success, make_bot
-from tests.test_subscriptions import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
 
 # api-notes 4.21: every field of the subscription object.
 SUBSCRIPTION_FIELDS = {

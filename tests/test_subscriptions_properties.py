@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
-import zulip
 
+from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscriber_ids
 from tests.helpers import assert_error, assert_success
-from tests.test_subscriptions import archive, events_after, make_channel, my_subscriptions, subscriber_ids
-from tornchat.bootstrap import write_zuliprc
 
 NOTIFICATIONS = (
     "desktop_notifications",
@@ -218,52 +215,45 @@ def test_bulk_parameter_errors(live):
 # -- the zulip client --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def client(live, tmp_path):
-    path = os.path.join(str(tmp_path), "zuliprc-subscriptions")
-    write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
-    return zulip.Client(config_file=path)
-
-
-def test_zulip_client_round_trip(client, live):
+def test_zulip_client_round_trip(zulip_client, live):
     member = live.make_user()
-    added = client.add_subscriptions(
-        [{"name": "zulip-made", "description": "Via the client"}], principals=[member.id, live.owner.id]
+    added = zulip_client.add_subscriptions(
+        [{"name": "zulip-made", "description": "Via the zulip_client"}], principals=[member.id, live.owner.id]
     )
     assert added["result"] == "success", added
     assert added["subscribed"] == {str(live.owner.id): ["zulip-made"], str(member.id): ["zulip-made"]}
-    listed = client.get_subscriptions({"include_subscribers": "true"})
+    listed = zulip_client.get_subscriptions({"include_subscribers": "true"})
     [sub] = listed["subscriptions"]
     assert (sub["name"], sub["description"], sub["subscribers"]) == (
         "zulip-made",
-        "Via the client",
+        "Via the zulip_client",
         sorted([live.owner.id, member.id]),
     )
-    updated = client.update_subscription_settings(
+    updated = zulip_client.update_subscription_settings(
         [
             {"stream_id": sub["stream_id"], "property": "pin_to_top", "value": True},
             {"stream_id": sub["stream_id"], "property": "color", "value": "#f00"},
         ]
     )
     assert updated == {"result": "success", "msg": ""}
-    [sub] = client.get_subscriptions()["subscriptions"]
+    [sub] = zulip_client.get_subscriptions()["subscriptions"]
     assert (sub["pin_to_top"], sub["color"]) == (True, "#f00")
-    removed = client.remove_subscriptions(["zulip-made"], principals=[member.email])
+    removed = zulip_client.remove_subscriptions(["zulip-made"], principals=[member.email])
     assert (removed["removed"], removed["not_removed"]) == (["zulip-made"], [])
     assert subscriber_ids(live, sub["stream_id"]) == [live.owner.id]
-    assert client.remove_subscriptions(["zulip-made"])["removed"] == ["zulip-made"]
-    assert client.get_subscriptions()["subscriptions"] == []
+    assert zulip_client.remove_subscriptions(["zulip-made"])["removed"] == ["zulip-made"]
+    assert zulip_client.get_subscriptions()["subscriptions"] == []
 
 
-def test_zulip_client_errors(client):
-    result = client.remove_subscriptions(["no such channel"])
+def test_zulip_client_errors(zulip_client):
+    result = zulip_client.remove_subscriptions(["no such channel"])
     assert result == {
         "result": "error",
         "msg": "Channel 'no such channel' does not exist",
         "code": "STREAM_DOES_NOT_EXIST",
         "stream": "no such channel",
     }
-    result = client.call_endpoint(
+    result = zulip_client.call_endpoint(
         "users/me/subscriptions/999", method="PATCH", request={"property": "is_muted", "value": json.dumps(True)}
     )
     assert result == {"result": "error", "msg": "Invalid channel ID", "code": "BAD_REQUEST"}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_error, assert_success, make_bot
-from tests.test_subscriptions import (
+from tests.channel_helpers import (
     INSUFFICIENT,
     ROLES,
     events_after,
@@ -17,6 +16,7 @@ from tests.test_subscriptions import (
     unsubscribe,
     user_for,
 )
+from tests.helpers import assert_error, assert_success, make_bot
 
 
 def does_not_exist(response, name):

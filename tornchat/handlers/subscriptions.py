@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import subscriptions
+from storage import subscription_settings, subscriptions
 from storage.errors import ApiError
 from tornchat.base import ID, BaseHandler
 from tornchat.handlers.channels import ChannelSettingsParams
@@ -34,7 +34,7 @@ class UpdateSubscriptionProperty(msgspec.Struct):
 
 
 class UpdateSubscriptionProperties(msgspec.Struct):
-    subscription_data: list[subscriptions.PropertyChange]
+    subscription_data: list[subscription_settings.PropertyChange]
 
 
 LIST_SUBSCRIPTIONS = Params(ListSubscriptions)
@@ -81,15 +81,15 @@ class SubscriptionsHandler(BaseHandler):
 class SubscriptionPropertyHandler(BaseHandler):
     def patch(self, stream_id: str) -> None:
         p = self.parse(UPDATE_PROPERTY)
-        change = subscriptions.property_change(int(stream_id), p.property, p.value)
-        self.server.db.write(subscriptions.update_subscription_properties, self.user, [change])
+        change = subscription_settings.property_change(int(stream_id), p.property, p.value)
+        self.server.db.write(subscription_settings.update_subscription_properties, self.user, [change])
         self.respond()
 
 
 class SubscriptionPropertiesHandler(BaseHandler):
     def post(self) -> None:
         p = self.parse(UPDATE_PROPERTIES)
-        self.server.db.write(subscriptions.update_subscription_properties, self.user, p.subscription_data)
+        self.server.db.write(subscription_settings.update_subscription_properties, self.user, p.subscription_data)
         self.respond()
 
 
