@@ -12,6 +12,7 @@ setup(
         "msgspec>=0.18",
         "pynacl>=1.5",
         "markdown-it-py>=3.0",
+        "linkify-it-py>=2.0",
     ],
     extras_require={
         "test": [

@@ -61,7 +61,59 @@ CREATE TABLE default_channels (
     channel_id INTEGER PRIMARY KEY REFERENCES channels (id)
 );
 
+CREATE TABLE direct_message_group_members (
+    group_id INTEGER NOT NULL REFERENCES direct_message_groups (id),
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    PRIMARY KEY (group_id, user_id)
+) WITHOUT ROWID;
+
+CREATE TABLE direct_message_groups (
+    id INTEGER PRIMARY KEY,
+    member_key TEXT NOT NULL UNIQUE       -- the sorted member ids, comma-separated
+);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    sender_id INTEGER NOT NULL REFERENCES users (id),
+    recipient_id INTEGER NOT NULL REFERENCES recipients (id),
+    channel_id INTEGER REFERENCES channels (id),  -- NULL for direct messages
+    topic TEXT NOT NULL DEFAULT '',                -- '' for direct messages and the empty topic
+    content TEXT NOT NULL,
+    rendered_content TEXT NOT NULL,
+    date_sent INTEGER NOT NULL,
+    client TEXT NOT NULL,
+    is_me_message INTEGER NOT NULL DEFAULT 0,
+    has_link INTEGER NOT NULL DEFAULT 0,
+    has_image INTEGER NOT NULL DEFAULT 0,
+    has_attachment INTEGER NOT NULL DEFAULT 0,
+    last_edit_timestamp INTEGER,
+    last_moved_timestamp INTEGER,
+    edit_history TEXT                              -- JSON list, newest first; NULL if never edited
+);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+    topic, content, content = 'messages', content_rowid = 'id', tokenize = 'porter unicode61'
+);
+
+CREATE TABLE 'messages_fts_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+
+CREATE TABLE 'messages_fts_data'(id INTEGER PRIMARY KEY, block BLOB);
+
+CREATE TABLE 'messages_fts_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
+
+CREATE TABLE 'messages_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+
 CREATE TABLE migrations ( id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
+
+CREATE TABLE reactions (
+    id INTEGER PRIMARY KEY,                          -- reactions are listed oldest first
+    message_id INTEGER NOT NULL REFERENCES messages (id),
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    emoji_name TEXT NOT NULL,
+    emoji_code TEXT NOT NULL,
+    reaction_type TEXT NOT NULL,
+    UNIQUE (message_id, user_id, reaction_type, emoji_code)
+);
 
 CREATE TABLE realm (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -85,6 +137,20 @@ CREATE TABLE realm (
     can_manage_all_groups INTEGER REFERENCES user_groups (id),
     can_set_delete_message_policy_group INTEGER REFERENCES user_groups (id),
     can_set_topics_policy_group INTEGER REFERENCES user_groups (id)
+);
+
+CREATE TABLE realm_emoji (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    author_id INTEGER REFERENCES users (id),
+    deactivated INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE recipients (
+    id INTEGER PRIMARY KEY,
+    type INTEGER NOT NULL CHECK (type IN (2, 3)),
+    type_id INTEGER NOT NULL,
+    UNIQUE (type, type_id)
 );
 
 CREATE TABLE subscriptions (
@@ -130,6 +196,22 @@ CREATE TABLE user_groups (
     can_remove_members_group INTEGER REFERENCES user_groups (id) DEFERRABLE INITIALLY DEFERRED
 );
 
+CREATE TABLE user_messages (
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    message_id INTEGER NOT NULL REFERENCES messages (id),
+    flags INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (user_id, message_id)
+) WITHOUT ROWID;
+
+CREATE TABLE user_topics (
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    channel_id INTEGER NOT NULL REFERENCES channels (id),
+    topic TEXT NOT NULL COLLATE NOCASE,
+    visibility_policy INTEGER NOT NULL,
+    last_updated INTEGER NOT NULL,
+    PRIMARY KEY (user_id, channel_id, topic)
+) WITHOUT ROWID;
+
 CREATE TABLE users (
     id INTEGER PRIMARY KEY,
     delivery_email TEXT NOT NULL COLLATE NOCASE UNIQUE,  -- also serves the login/auth lookup by email
@@ -153,8 +235,47 @@ CREATE TABLE users (
     last_active INTEGER                  -- unix seconds of the last authenticated request
 );
 
+CREATE INDEX direct_message_group_members_by_user ON direct_message_group_members (user_id, group_id);
+
+CREATE INDEX messages_by_date ON messages (date_sent, id);
+
+CREATE INDEX messages_by_recipient ON messages (recipient_id, id);
+
+CREATE INDEX messages_by_sender ON messages (sender_id, id);
+
+CREATE INDEX messages_by_topic ON messages (recipient_id, topic COLLATE NOCASE, id);
+
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, topic, content) VALUES ('delete', old.id, old.topic, old.content);
+END;
+
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, topic, content) VALUES (new.id, new.topic, new.content);
+END;
+
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF topic, content ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, topic, content) VALUES ('delete', old.id, old.topic, old.content);
+    INSERT INTO messages_fts (rowid, topic, content) VALUES (new.id, new.topic, new.content);
+END;
+
+CREATE INDEX reactions_by_message ON reactions (message_id, id);
+
 CREATE INDEX subscriptions_by_channel ON subscriptions (channel_id, user_id) WHERE active;
 
 CREATE INDEX user_group_members_by_user ON user_group_members (user_id, group_id);
 
 CREATE INDEX user_group_subgroups_by_subgroup ON user_group_subgroups (subgroup_id, supergroup_id);
+
+CREATE INDEX user_messages_alerted ON user_messages (user_id, message_id) WHERE (flags & 128) != 0;
+
+CREATE INDEX user_messages_by_message ON user_messages (message_id, user_id);
+
+CREATE INDEX user_messages_mentioned ON user_messages (user_id, message_id) WHERE (flags & 120) != 0;
+
+CREATE INDEX user_messages_private ON user_messages (user_id, message_id) WHERE (flags & 512) != 0;
+
+CREATE INDEX user_messages_starred ON user_messages (user_id, message_id) WHERE (flags & 2) != 0;
+
+CREATE INDEX user_messages_unread ON user_messages (user_id, message_id) WHERE (flags & 1) = 0;
+
+CREATE INDEX users_by_full_name ON users (full_name COLLATE NOCASE) WHERE is_active;

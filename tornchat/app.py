@@ -14,7 +14,19 @@ from storage import users
 from storage.db import Database
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.events import EventBus
-from tornchat.handlers import channel_folders, channels, groups, profile_fields, server, streams, subscriptions
+from tornchat.handlers import (
+    channel_folders,
+    channels,
+    groups,
+    message_edit,
+    message_flags,
+    messages,
+    profile_fields,
+    reactions,
+    server,
+    streams,
+    subscriptions,
+)
 from tornchat.handlers import users as user_handlers
 from tornchat.ratelimit import FailureLimiter
 from tornchat.settings import Settings
@@ -72,6 +84,10 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *subscriptions.ROUTES,
     *streams.ROUTES,
     *channel_folders.ROUTES,
+    *messages.ROUTES,
+    *message_edit.ROUTES,
+    *message_flags.ROUTES,
+    *reactions.ROUTES,
 ]
 
 

@@ -78,6 +78,14 @@ class BaseHandler(tornado.web.RequestHandler):
         struct, self._ignored = params.parse(self.argument, names)
         return struct
 
+    def client_name(self) -> str:
+        """The sending client: the `client` parameter, else the User-Agent's product name."""
+        given = self.argument("client")
+        if given:
+            return given
+        agent = self.request.headers.get("User-Agent", "")
+        return agent.split("/", 1)[0].strip() or "Unspecified"
+
     # -- responses --------------------------------------------------------------------------
 
     def respond(self, data: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,39 @@
+"""Which messages a user may act on (react, flag, edit): `access_message`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.channels import get_channel_by_id, has_content_access
+from storage.db import Tx
+from storage.errors import ApiError
+from storage.users import User
+
+
+def invalid_messages() -> ApiError:
+    return ApiError("Invalid message(s)")
+
+
+def access_message(tx: Tx, user: User, message_id: int, allow_archived: bool = False) -> tuple[Any, int | None]:
+    """Return (message row, the user's flag bits or None) for a message the user may read.
+
+    Readable: the user has a user_messages row for it (and still may read its channel), or it is in a
+    channel whose history the user may read. Anything else, and unknown ids, answer "Invalid message(s)".
+    """
+    row = tx.one("SELECT * FROM messages WHERE id = ?", (message_id,)) if 0 < message_id < 2**63 else None
+    if row is None:
+        raise invalid_messages()
+    bits = tx.value("SELECT flags FROM user_messages WHERE user_id = ? AND message_id = ?", (user.id, message_id))
+    if row["channel_id"] is None:
+        if bits is None:
+            raise invalid_messages()
+        return row, int(bits)
+    channel = get_channel_by_id(tx, row["channel_id"])
+    assert channel is not None
+    if channel.is_archived and not allow_archived:
+        raise invalid_messages()
+    if not has_content_access(tx, user, channel):
+        raise invalid_messages()
+    if bits is None and not channel.history_public_to_subscribers:
+        raise invalid_messages()
+    return row, None if bits is None else int(bits)

@@ -1,0 +1,171 @@
+"""The API message object (spec 2.6, api-notes 4.5), built for a page of messages at once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from storage import flags, recipients
+from storage.db import Tx
+from storage.realm import Realm, get_realm
+from storage.topics import display_topic
+from storage.users import User, api_email, avatar_url, can_see_delivery_email, get_user_by_id, list_users
+
+HISTORICAL_FLAGS = ["read", "historical"]
+MESSAGE_COLUMNS = (
+    "m.id, m.sender_id, m.recipient_id, m.channel_id, m.topic, m.content, m.rendered_content, m.date_sent,"
+    " m.client, m.is_me_message, m.last_edit_timestamp, m.last_moved_timestamp, m.edit_history"
+)
+
+
+class Page:
+    """What building message objects for one viewer needs, fetched once per page."""
+
+    def __init__(self, tx: Tx, viewer: User | None, rows: Sequence[Any]) -> None:
+        self.tx = tx
+        self.viewer = viewer
+        self.realm: Realm = get_realm(tx)
+        ids = [row["id"] for row in rows]
+        self.reactions = _reactions(tx, ids)
+        self.channel_names = dict(
+            tx.all(
+                "SELECT id, name FROM channels WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted({row["channel_id"] for row in rows if row["channel_id"]})),),
+            )
+        )
+        self.users: dict[int, User] = {}
+
+    def user(self, user_id: int) -> User:
+        if user_id not in self.users:
+            found = get_user_by_id(self.tx, user_id)
+            assert found is not None
+            self.users[user_id] = found
+        return self.users[user_id]
+
+    def load_users(self, user_ids: set[int]) -> None:
+        missing = sorted(user_ids - set(self.users))
+        if missing:
+            self.users.update((u.id, u) for u in list_users(self.tx, missing))
+
+
+def _reactions(tx: Tx, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    rows = tx.all(
+        "SELECT r.message_id, r.emoji_name, r.emoji_code, r.reaction_type, r.user_id, u.delivery_email,"
+        " u.full_name, u.email_address_visibility, u.is_bot FROM reactions AS r JOIN users AS u ON u.id = r.user_id"
+        " WHERE r.message_id IN (SELECT value FROM json_each(?)) ORDER BY r.message_id, r.id",
+        (json.dumps(message_ids),),
+    )
+    realm = get_realm(tx) if rows else None
+    result: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        email = row["delivery_email"]
+        if realm is not None and not row["is_bot"] and row["email_address_visibility"] != 1:
+            email = f"user{row['user_id']}@{realm.email_host}"
+        result.setdefault(row["message_id"], []).append(
+            {
+                "emoji_name": row["emoji_name"],
+                "emoji_code": row["emoji_code"],
+                "reaction_type": row["reaction_type"],
+                "user_id": row["user_id"],
+                "user": {"user_id": row["user_id"], "email": email, "full_name": row["full_name"]},
+            }
+        )
+    return result
+
+
+def direct_message_user_ids(page: Page, row: Any) -> list[int]:
+    """Return the participants of a direct message, sender and receivers, sorted."""
+    return recipients.direct_message_group_members(page.tx, row["recipient_id"])
+
+
+def _display_recipient(page: Page, row: Any) -> str | list[dict[str, Any]]:
+    if row["channel_id"] is not None:
+        return str(page.channel_names.get(row["channel_id"], ""))
+    participants = direct_message_user_ids(page, row)
+    page.load_users(set(participants))
+    return [
+        {
+            "id": user_id,
+            "email": api_email(page.users[user_id], page.realm),
+            "full_name": page.users[user_id].full_name,
+            "is_mirror_dummy": False,
+        }
+        for user_id in participants
+    ]
+
+
+def _edit_history(row: Any, allow_empty_topic_name: bool) -> list[dict[str, Any]]:
+    history = json.loads(row["edit_history"])
+    for entry in history:
+        for key in ("prev_topic", "topic"):
+            if key in entry:
+                entry[key] = display_topic(entry[key], allow_empty_topic_name)
+    return list(history)
+
+
+def message_object(
+    page: Page, row: Any, *, apply_markdown: bool, client_gravatar: bool, allow_empty_topic_name: bool
+) -> dict[str, Any]:
+    """Return the API object of one message row (without flags) as the page's viewer sees it."""
+    sender = page.user(row["sender_id"])
+    email_visible = can_see_delivery_email(page.viewer, sender)
+    gravatar_null = client_gravatar and email_visible and sender.avatar_source == "G"
+    result: dict[str, Any] = {
+        "id": row["id"],
+        "sender_id": sender.id,
+        "content": row["rendered_content"] if apply_markdown else row["content"],
+        "content_type": "text/html" if apply_markdown else "text/x-markdown",
+        "recipient_id": row["recipient_id"],
+        "timestamp": row["date_sent"],
+        "client": row["client"],
+        "subject": display_topic(row["topic"], allow_empty_topic_name) if row["channel_id"] is not None else "",
+        "topic_links": [],  # linkifiers: none can be defined yet
+        "is_me_message": bool(row["is_me_message"]),
+        "reactions": page.reactions.get(row["id"], []),
+        "submessages": [],  # widgets (polls, todo lists) are not supported
+        "sender_full_name": sender.full_name,
+        "sender_email": api_email(sender, page.realm),
+        "sender_realm_str": "",
+        "display_recipient": _display_recipient(page, row),
+        "type": "stream" if row["channel_id"] is not None else "private",
+        "avatar_url": None if gravatar_null else avatar_url(sender),
+    }
+    if row["channel_id"] is not None:
+        result["stream_id"] = row["channel_id"]
+    for key in ("last_edit_timestamp", "last_moved_timestamp"):
+        if row[key] is not None:
+            result[key] = row[key]
+    if row["edit_history"] is not None:
+        result["edit_history"] = _edit_history(row, allow_empty_topic_name)
+    return result
+
+
+def message_objects(
+    tx: Tx,
+    viewer: User,
+    rows: Sequence[Any],
+    *,
+    apply_markdown: bool = True,
+    client_gravatar: bool = True,
+    allow_empty_topic_name: bool = False,
+) -> list[dict[str, Any]]:
+    """Return API objects with the viewer's flags for rows of MESSAGE_COLUMNS plus `flags` (NULL: historical)."""
+    page = Page(tx, viewer, rows)
+    page.load_users({row["sender_id"] for row in rows})
+    result = []
+    for row in rows:
+        obj = message_object(
+            page, row, apply_markdown=apply_markdown, client_gravatar=client_gravatar,
+            allow_empty_topic_name=allow_empty_topic_name,
+        )  # fmt: skip
+        obj["flags"] = HISTORICAL_FLAGS if row["flags"] is None else flags.flag_names(row["flags"])
+        result.append(obj)
+    return result
+
+
+def event_message_object(tx: Tx, message_id: int) -> dict[str, Any]:
+    """Return the message object carried by message events (HTML content, avatar URLs, no flags)."""
+    row = tx.one(f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id = ?", (message_id,))
+    page = Page(tx, None, [row])
+    return message_object(page, row, apply_markdown=True, client_gravatar=False, allow_empty_topic_name=True)

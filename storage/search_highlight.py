@@ -1,0 +1,31 @@
+"""Highlights of search terms in a message's HTML and topic (`match_content`, `match_subject`)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+_TAG_OR_TEXT = re.compile(r"(<[^>]*>)|([^<]+)")
+
+
+def _pattern(terms: list[str]) -> re.Pattern[str]:
+    # A term matches a word that starts with it, as the stemming search finds "sending" for "send".
+    alternatives = "|".join(
+        re.escape(html.escape(t.strip('"'), quote=False)) for t in sorted(terms, key=len, reverse=True)
+    )
+    return re.compile(rf"\b(?:{alternatives})\w*", re.IGNORECASE)
+
+
+def _mark(text: str, pattern: re.Pattern[str]) -> str:
+    return pattern.sub(lambda m: f'<span class="highlight">{m.group(0)}</span>', text)
+
+
+def highlight_content(rendered: str, terms: list[str]) -> str:
+    """Wrap matches in the text (never inside tags) of rendered HTML in highlight spans."""
+    pattern = _pattern(terms)
+    return "".join(tag or _mark(text, pattern) for tag, text in _TAG_OR_TEXT.findall(rendered))
+
+
+def highlight_topic(topic: str, terms: list[str]) -> str:
+    """Return the topic as HTML with matches highlighted."""
+    return _mark(html.escape(topic, quote=False), _pattern(terms))

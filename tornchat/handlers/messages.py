@@ -1,0 +1,72 @@
+"""Messages: POST /messages, GET /messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from storage.message_fetch import FetchRequest, get_messages
+from storage.messages import SendRequest, send_message
+from tornchat.base import BaseHandler
+from tornchat.params import Params
+
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class SendMessage(msgspec.Struct, kw_only=True):
+    type: str
+    to: str | None = None
+    content: str
+    topic: str | None = None
+    read_by_sender: bool | None = None
+    # Accepted for the sender's event queue (local echo); delivered with the message event.
+    queue_id: str | None = None
+    local_id: str | None = None
+
+
+class GetMessages(msgspec.Struct, kw_only=True):
+    anchor: str | None = None
+    anchor_date: str | None = None
+    include_anchor: bool | None = None
+    num_before: NonNegative | None = None
+    num_after: NonNegative | None = None
+    narrow: Any = None
+    message_ids: list[NonNegative] | None = None
+    use_first_unread_anchor: bool = False
+    apply_markdown: bool = True
+    client_gravatar: bool = True
+    allow_empty_topic_name: bool = False
+
+
+SEND_MESSAGE = Params(SendMessage, aliases={"subject": "topic"})
+GET_MESSAGES = Params(GetMessages)
+
+
+def decode_to(raw: str | None) -> Any:
+    """`to` is JSON (an id, a name, a list) or, for convenience, a plain channel name or emails."""
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return raw
+
+
+class MessagesHandler(BaseHandler):
+    def post(self) -> None:
+        p = self.parse(SEND_MESSAGE)
+        request = SendRequest(
+            type=p.type, to=decode_to(p.to), content=p.content, topic=p.topic,
+            read_by_sender=p.read_by_sender, client=self.client_name(),
+        )  # fmt: skip
+        message_id = self.server.db.write(send_message, self.user, request)
+        self.respond({"id": message_id})
+
+    def get(self) -> None:
+        p = self.parse(GET_MESSAGES)
+        request = msgspec.convert(msgspec.structs.asdict(p), FetchRequest)
+        self.respond(self.server.db.read(get_messages, self.user, request))
+
+
+ROUTES = [(r"/messages", MessagesHandler)]
