@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+import tornado.ioloop
 import tornado.web
 
 from storage import realm as realm_storage
 from storage import users
 from storage.db import Database
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
+from tornchat.event_queues import EventQueues
 from tornchat.events import EventBus
 from tornchat.handlers import (
     channel_folders,
     channels,
+    events,
     groups,
     message_edit,
     message_flags,
@@ -37,6 +41,9 @@ access_log = logging.getLogger("tornchat.access")
 LOGIN_FAILURES_PER_USERNAME = 5
 LOGIN_FAILURES_PER_ADDRESS = 30
 LOGIN_FAILURE_WINDOW = 300.0
+# A parked long-poll answers with a heartbeat after this long without events (Zulip: 45-55 s).
+HEARTBEAT_SECONDS = 50.0
+QUEUE_GC_SECONDS = 60
 
 
 class LoginLimiter:
@@ -56,6 +63,30 @@ class Server:
         self.realm = self.db.read(realm_storage.get_realm)
         self.login_limiter = LoginLimiter(clock)
         self._last_active: dict[int, float] = {}
+        # Event queues: every published event reaches the queues of its users.
+        self.queues = EventQueues(clock)
+        self.queues.load(self.queues_path)
+        self.events.subscribe(self.queues.publish)
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
+        self.generation = int(clock())
+        self._timers: list[tornado.ioloop.PeriodicCallback] = []
+
+    @property
+    def queues_path(self) -> str:
+        return os.path.join(self.settings.data_dir, "event_queues.json")
+
+    def start(self) -> None:
+        """Start the IOLoop timers (call on the running loop): expired-queue collection."""
+        collector = tornado.ioloop.PeriodicCallback(self.queues.collect_garbage, QUEUE_GC_SECONDS * 1000)
+        collector.start()
+        self._timers.append(collector)
+
+    def shutdown(self) -> None:
+        """Answer parked long-polls and save the queues so clients resume after a restart."""
+        for timer in self._timers:
+            timer.stop()
+        self.queues.answer_all()
+        self.queues.save(self.queues_path)
 
     def note_active(self, user_id: int) -> None:
         """Record activity, writing at most once per LAST_ACTIVE_RESOLUTION per user."""
@@ -88,6 +119,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *message_edit.ROUTES,
     *message_flags.ROUTES,
     *reactions.ROUTES,
+    *events.ROUTES,
 ]
 
 

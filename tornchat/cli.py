@@ -25,6 +25,10 @@ ROLES = {
 }
 
 
+# How long answered long-polls get to reach their clients when the server stops.
+SHUTDOWN_GRACE_SECONDS = 0.2
+
+
 class CommandError(Exception):
     """A failure to report as one line on stderr with a non-zero exit."""
 
@@ -146,13 +150,18 @@ async def _serve(settings: Settings) -> None:
         http_server = app.listen(settings.port, settings.host, xheaders=True)
     except OSError as error:
         raise CommandError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}") from None
+    server_state.start()
     print(f"Serving {server_state.realm.name} at {settings.site_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    # Graceful stop: refuse new connections, answer parked long-polls (their queues are saved
+    # and restored at the next start), let those answers go out, then close and exit.
     http_server.stop()
+    server_state.shutdown()
+    await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)
     await http_server.close_all_connections()
     server_state.close()
 

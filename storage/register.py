@@ -1,0 +1,143 @@
+"""POST /register's initial state: built from the same storage code the events come from."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from storage import groups, subscriptions, users
+from storage import realm as realm_storage
+from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
+from storage.db import Tx
+from storage.flags import ANY_MENTION
+from storage.realm import Realm
+
+# Unread messages beyond this many are left out of unread_msgs (old_unreads_missing is set).
+MAX_UNREAD_MESSAGES = 50_000
+LONGPOLL_TIMEOUT_SECONDS = 90
+
+
+def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
+    """The realm's limits and settings, included in every registration."""
+    row = tx.one("SELECT * FROM realm")
+    state: dict[str, Any] = {
+        "max_message_length": realm_storage.MAX_MESSAGE_LENGTH,
+        "max_topic_length": realm_storage.MAX_TOPIC_LENGTH,
+        "max_stream_name_length": realm_storage.MAX_STREAM_NAME_LENGTH,
+        "max_stream_description_length": realm_storage.MAX_STREAM_DESCRIPTION_LENGTH,
+        "realm_empty_topic_display_name": realm_storage.EMPTY_TOPIC_DISPLAY_NAME,
+        "event_queue_longpoll_timeout_seconds": LONGPOLL_TIMEOUT_SECONDS,
+        "server_generation": server_generation,
+        "realm_name": realm.name,
+        "realm_url": realm.url,
+        "realm_uri": realm.url,
+        "realm_date_created": realm.date_created,
+        "realm_email_address_visibility": row["default_email_address_visibility"],
+        "realm_enable_spectator_access": bool(row["enable_spectator_access"]),
+        "realm_topics_policy": row["topics_policy"],
+        "realm_message_retention_days": row["message_retention_days"] or -1,
+        "realm_waiting_period_threshold": row["waiting_period_threshold"],
+    }
+    for setting in realm_storage.REALM_GROUP_DEFAULTS:
+        state[f"realm_{setting}"] = groups.setting_value(tx, row[setting])
+    return state
+
+
+def unread_msgs(tx: Tx, user_id: int) -> dict[str, Any]:
+    """The user's unread messages grouped as clients show them (channel topics, DMs, mentions)."""
+    rows = tx.all(
+        "SELECT um.message_id, um.flags, m.channel_id, m.topic, m.recipient_id, m.sender_id"
+        " FROM user_messages AS um INDEXED BY user_messages_unread CROSS JOIN messages AS m ON m.id = um.message_id"
+        " WHERE um.user_id = ? AND (um.flags & 1) = 0 ORDER BY um.message_id DESC LIMIT ?",
+        (user_id, MAX_UNREAD_MESSAGES + 1),
+    )
+    missing = len(rows) > MAX_UNREAD_MESSAGES
+    rows = sorted(rows[:MAX_UNREAD_MESSAGES], key=lambda r: r["message_id"])
+    members = _conversation_members(tx, {r["recipient_id"] for r in rows if r["channel_id"] is None})
+    streams: dict[tuple[int, str], list[int]] = {}
+    pms: dict[int, list[int]] = {}
+    huddles: dict[str, list[int]] = {}
+    for row in rows:
+        if row["channel_id"] is not None:
+            streams.setdefault((row["channel_id"], row["topic"]), []).append(row["message_id"])
+            continue
+        people = members[row["recipient_id"]]
+        if len(people) > 2:
+            huddles.setdefault(",".join(map(str, people)), []).append(row["message_id"])
+        else:
+            other = next((p for p in people if p != user_id), user_id)
+            pms.setdefault(other, []).append(row["message_id"])
+    return {
+        "count": len(rows),
+        "pms": [{"other_user_id": o, "sender_id": o, "unread_message_ids": ids} for o, ids in sorted(pms.items())],
+        "streams": [{"stream_id": c, "topic": t, "unread_message_ids": ids} for (c, t), ids in sorted(streams.items())],
+        "huddles": [{"user_ids_string": k, "unread_message_ids": ids} for k, ids in sorted(huddles.items())],
+        "mentions": [r["message_id"] for r in rows if r["flags"] & ANY_MENTION],
+        "old_unreads_missing": missing,
+    }
+
+
+def _conversation_members(tx: Tx, recipient_ids: set[int]) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = {r: [] for r in recipient_ids}
+    rows = tx.all(
+        "SELECT r.id, g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
+        " WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.id, g.user_id",
+        (json.dumps(sorted(recipient_ids)),),
+    )
+    for row in rows:
+        result[row["id"]].append(row["user_id"])
+    return result
+
+
+def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> dict[str, Any]:
+    """subscriptions, unsubscribed (left, still visible) and never_subscribed (visible, never joined)."""
+    subscribed = subscriptions.list_subscriptions(tx, user, include_subscribers)
+    joined = {s["stream_id"] for s in subscribed}
+    left = set(tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ? AND NOT active", (user.id,)))
+    unsubscribed, never = [], []
+    for channel_id in tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name"):
+        channel = get_channel_by_id(tx, channel_id)
+        assert channel is not None
+        if channel.id in joined or not has_metadata_access(tx, user, channel):
+            continue
+        obj = channel_object(tx, channel, tx.now)
+        if include_subscribers != "false" and has_content_access(tx, user, channel):
+            obj["subscribers"] = subscriptions.subscriber_ids(tx, channel.id)
+        (unsubscribed if channel.id in left else never).append(obj)
+    return {"subscriptions": subscribed, "unsubscribed": unsubscribed, "never_subscribed": never}
+
+
+def fetch_initial_state(
+    tx: Tx, user: users.User, realm: Realm, wanted: set[str] | None, options: dict[str, Any]
+) -> dict[str, Any]:
+    """Return the state of every requested event type (None: all) for a new queue."""
+
+    def want(kind: str) -> bool:
+        return wanted is None or kind in wanted
+
+    state: dict[str, Any] = realm_state(tx, realm, options["server_generation"])
+    if want("message"):
+        state["max_message_id"] = tx.value("SELECT coalesce(max(message_id), -1) FROM user_messages WHERE user_id = ?",
+                                           (user.id,))  # fmt: skip
+    if want("update_message_flags") or want("message"):
+        state["unread_msgs"] = unread_msgs(tx, user.id)
+    if want("subscription"):
+        state.update(subscription_state(tx, user, options["include_subscribers"]))
+    if want("realm_user"):
+        everyone = users.list_user_objects(tx, user, realm, None, options["client_gravatar"], False)
+        state["realm_users"] = [u for u in everyone if u["is_active"]]
+        state["realm_non_active_users"] = [u for u in everyone if not u["is_active"]]
+    if want("realm_user_groups"):
+        state["realm_user_groups"] = groups.list_groups(tx, False)
+    if want("realm_linkifiers"):
+        state["realm_linkifiers"] = []  # linkifiers cannot be created yet
+    if want("scheduled_messages"):
+        state["scheduled_messages"] = []  # scheduled messages cannot be created yet
+    for kind, build in EXTRA_STATE.items():
+        if want(kind):
+            state.update(build(tx, user))
+    return state
+
+
+# State of event types whose storage lives in other modules (drafts, snippets): kind -> builder.
+EXTRA_STATE: dict[str, Any] = {}
