@@ -11,6 +11,7 @@ from typing import Any
 import tornado.ioloop
 import tornado.web
 
+from scheduler import Scheduler
 from storage import realm as realm_storage
 from storage import users
 from storage.db import Database
@@ -27,6 +28,7 @@ from tornchat.handlers import (
     messages,
     profile_fields,
     reactions,
+    scheduled_messages,
     server,
     streams,
     subscriptions,
@@ -70,21 +72,36 @@ class Server:
         self.heartbeat_seconds = HEARTBEAT_SECONDS
         self.generation = int(clock())
         self._timers: list[tornado.ioloop.PeriodicCallback] = []
+        self.scheduler: Scheduler | None = None
 
     @property
     def queues_path(self) -> str:
         return os.path.join(self.settings.data_dir, "event_queues.json")
 
     def start(self) -> None:
-        """Start the IOLoop timers (call on the running loop): expired-queue collection."""
+        """Start the IOLoop timers (call on the running loop): queue collection and the scheduler.
+
+        The scheduler delivers what fell due while the server was down (or fails what is too
+        late) right away, then re-arms whenever a scheduled message is added, edited or removed.
+        """
         collector = tornado.ioloop.PeriodicCallback(self.queues.collect_garbage, QUEUE_GC_SECONDS * 1000)
         collector.start()
         self._timers.append(collector)
+        loop = tornado.ioloop.IOLoop.current()
+        self.scheduler = Scheduler(self.db, self.clock, lambda delay, fn: loop.call_later(delay, fn))
+        self.events.subscribe(self._rearm_scheduler)
+        self.scheduler.run()
+
+    def _rearm_scheduler(self, event: dict[str, Any], user_ids: list[int]) -> None:
+        if event["type"] == "scheduled_messages" and self.scheduler is not None:
+            self.scheduler.arm()
 
     def shutdown(self) -> None:
         """Answer parked long-polls and save the queues so clients resume after a restart."""
         for timer in self._timers:
             timer.stop()
+        if self.scheduler is not None:
+            self.scheduler.cancel()
         self.queues.answer_all()
         self.queues.save(self.queues_path)
 
@@ -120,6 +137,10 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *message_flags.ROUTES,
     *reactions.ROUTES,
     *events.ROUTES,
+    *scheduled_messages.ROUTES,
+    *drafts.ROUTES,
+    *saved_snippets.ROUTES,
+    *settings_handlers.ROUTES,
 ]
 
 

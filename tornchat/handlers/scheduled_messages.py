@@ -1,0 +1,61 @@
+"""Scheduled messages: POST/GET /scheduled_messages, PATCH/DELETE /scheduled_messages/{id}."""
+
+from __future__ import annotations
+
+import msgspec
+
+from storage import scheduled_messages as storage
+from tornchat.base import ID, BaseHandler
+from tornchat.params import NO_PARAMS, Params
+
+
+class CreateScheduledMessage(msgspec.Struct, kw_only=True):
+    type: str
+    to: int | list[int]
+    content: str
+    topic: str | None = None
+    scheduled_delivery_timestamp: int
+    read_by_sender: bool | None = None
+
+
+class EditScheduledMessage(msgspec.Struct, kw_only=True):
+    type: str | None = None
+    to: int | list[int] | None = None
+    content: str | None = None
+    topic: str | None = None
+    scheduled_delivery_timestamp: int | None = None
+
+
+CREATE = Params(CreateScheduledMessage, aliases={"subject": "topic"})
+EDIT = Params(EditScheduledMessage, aliases={"subject": "topic"})
+
+
+class ScheduledMessagesHandler(BaseHandler):
+    def get(self) -> None:
+        self.parse(NO_PARAMS)
+        self.respond({"scheduled_messages": self.server.db.read(storage.list_scheduled_messages, self.user)})
+
+    def post(self) -> None:
+        p = self.parse(CREATE)
+        draft = storage.Draft(**msgspec.structs.asdict(p))
+        scheduled_id = self.server.db.write(storage.create_scheduled_message, self.user, draft, self.client_name())
+        self.respond({"scheduled_message_id": scheduled_id})
+
+
+class ScheduledMessageHandler(BaseHandler):
+    def patch(self, scheduled_id: str) -> None:
+        p = self.parse(EDIT)
+        edit = storage.Edit(**msgspec.structs.asdict(p))
+        self.server.db.write(storage.edit_scheduled_message, self.user, int(scheduled_id), edit)
+        self.respond()
+
+    def delete(self, scheduled_id: str) -> None:
+        self.parse(NO_PARAMS)
+        self.server.db.write(storage.delete_scheduled_message, self.user, int(scheduled_id))
+        self.respond()
+
+
+ROUTES = [
+    (r"/scheduled_messages", ScheduledMessagesHandler),
+    (r"/scheduled_messages/" + ID, ScheduledMessageHandler),
+]
