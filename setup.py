@@ -13,6 +13,7 @@ setup(
         "pynacl>=1.5",
         "markdown-it-py>=3.0",
         "linkify-it-py>=2.0",
+        "emoji>=2.10",
     ],
     extras_require={
         "test": [

@@ -1,7 +1,41 @@
-"""Routes of this resource are added to ROUTES as its handlers are written."""
+"""Emoji reactions: POST and DELETE /messages/{message_id}/reactions."""
 
 from __future__ import annotations
 
+import msgspec
 import tornado.web
 
-ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = []
+from storage.reactions import add_reaction, remove_reaction
+from tornchat.base import ID, BaseHandler
+from tornchat.params import Params
+
+
+class AddReaction(msgspec.Struct, kw_only=True):
+    emoji_name: str
+    emoji_code: str | None = None
+    reaction_type: str | None = None
+
+
+class RemoveReaction(msgspec.Struct, kw_only=True):
+    emoji_name: str | None = None
+    emoji_code: str | None = None
+    reaction_type: str | None = None
+
+
+ADD_REACTION = Params(AddReaction)
+REMOVE_REACTION = Params(RemoveReaction)
+
+
+class ReactionsHandler(BaseHandler):
+    def post(self, message_id: str) -> None:
+        p = self.parse(ADD_REACTION)
+        self.server.db.write(add_reaction, self.user, int(message_id), p.emoji_name, p.emoji_code, p.reaction_type)
+        self.respond()
+
+    def delete(self, message_id: str) -> None:
+        p = self.parse(REMOVE_REACTION)
+        self.server.db.write(remove_reaction, self.user, int(message_id), p.emoji_name, p.emoji_code, p.reaction_type)
+        self.respond()
+
+
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [("/messages/" + ID + "/reactions", ReactionsHandler)]
