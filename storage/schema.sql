@@ -72,6 +72,18 @@ CREATE TABLE direct_message_groups (
     member_key TEXT NOT NULL UNIQUE       -- the sorted member ids, comma-separated
 );
 
+CREATE TABLE drafts (
+    id INTEGER PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    type TEXT NOT NULL CHECK (type IN ('', 'stream', 'private')),
+    channel_id INTEGER REFERENCES channels (id),
+    to_user_ids TEXT NOT NULL DEFAULT '[]',
+    topic TEXT NOT NULL DEFAULT '',                 -- '' unless type is 'stream'
+    content TEXT NOT NULL,
+    last_edit_time INTEGER NOT NULL,                -- Unix seconds
+    CHECK ((type = 'stream') = (channel_id IS NOT NULL))
+);
+
 CREATE TABLE messages (
     id INTEGER PRIMARY KEY,
     sender_id INTEGER NOT NULL REFERENCES users (id),
@@ -151,6 +163,32 @@ CREATE TABLE recipients (
     type INTEGER NOT NULL CHECK (type IN (2, 3)),
     type_id INTEGER NOT NULL,
     UNIQUE (type, type_id)
+);
+
+CREATE TABLE saved_snippets (
+    id INTEGER PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    title TEXT NOT NULL,
+    content TEXT NOT NULL,
+    date_created INTEGER NOT NULL                   -- Unix seconds
+);
+
+CREATE TABLE scheduled_messages (
+    id INTEGER PRIMARY KEY,
+    sender_id INTEGER NOT NULL REFERENCES users (id),
+    type TEXT NOT NULL CHECK (type IN ('stream', 'private')),
+    channel_id INTEGER REFERENCES channels (id),   -- channel messages
+    to_user_ids TEXT,                              -- direct messages: JSON list of user ids
+    topic TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL,
+    rendered_content TEXT NOT NULL,
+    scheduled_timestamp INTEGER NOT NULL,
+    read_by_sender INTEGER,                        -- NULL: decided at delivery by the heuristic
+    client TEXT NOT NULL,
+    failed INTEGER NOT NULL DEFAULT 0,
+    failure_message TEXT,
+    delivered_message_id INTEGER REFERENCES messages (id),  -- set in the same transaction as the message
+    date_created INTEGER NOT NULL
 );
 
 CREATE TABLE subscriptions (
@@ -237,6 +275,8 @@ CREATE TABLE users (
 
 CREATE INDEX direct_message_group_members_by_user ON direct_message_group_members (user_id, group_id);
 
+CREATE INDEX drafts_by_user ON drafts (user_id, last_edit_time, id);
+
 CREATE INDEX messages_by_date ON messages (date_sent, id);
 
 CREATE INDEX messages_by_recipient ON messages (recipient_id, id);
@@ -259,6 +299,14 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF topic, content ON messages BE
 END;
 
 CREATE INDEX reactions_by_message ON reactions (message_id, id);
+
+CREATE INDEX saved_snippets_by_user ON saved_snippets (user_id, id);
+
+CREATE INDEX scheduled_messages_by_sender ON scheduled_messages (sender_id, scheduled_timestamp)
+    WHERE delivered_message_id IS NULL;
+
+CREATE INDEX scheduled_messages_due ON scheduled_messages (scheduled_timestamp, id)
+    WHERE delivered_message_id IS NULL AND NOT failed;
 
 CREATE INDEX subscriptions_by_channel ON subscriptions (channel_id, user_id) WHERE active;
 

@@ -21,6 +21,7 @@ from tornchat.events import EventBus
 from tornchat.handlers import (
     channel_folders,
     channels,
+    drafts,
     events,
     groups,
     message_edit,
@@ -28,11 +29,13 @@ from tornchat.handlers import (
     messages,
     profile_fields,
     reactions,
+    saved_snippets,
     scheduled_messages,
     server,
     streams,
     subscriptions,
 )
+from tornchat.handlers import settings as settings_handlers
 from tornchat.handlers import users as user_handlers
 from tornchat.ratelimit import FailureLimiter
 from tornchat.settings import Settings
