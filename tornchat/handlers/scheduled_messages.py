@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from storage import scheduled_messages as storage
+from storage.errors import ApiError
 from tornchat.base import ID, BaseHandler
 from tornchat.params import NO_PARAMS, Params
 
 
 class CreateScheduledMessage(msgspec.Struct, kw_only=True):
     type: str
-    to: int | list[int]
+    to: Any  # JSON int or list of ints: checked by check_to
     content: str
     topic: str | None = None
     scheduled_delivery_timestamp: int
@@ -20,7 +23,7 @@ class CreateScheduledMessage(msgspec.Struct, kw_only=True):
 
 class EditScheduledMessage(msgspec.Struct, kw_only=True):
     type: str | None = None
-    to: int | list[int] | None = None
+    to: Any = None
     content: str | None = None
     topic: str | None = None
     scheduled_delivery_timestamp: int | None = None
@@ -30,6 +33,18 @@ CREATE = Params(CreateScheduledMessage, aliases={"subject": "topic"})
 EDIT = Params(EditScheduledMessage, aliases={"subject": "topic"})
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_to(to: Any, optional: bool = False) -> None:
+    """`to` is `int | list[int]`; anything else fails as Zulip's union check reports it (its int branch)."""
+    if to is None and optional:
+        return
+    if not (_is_int(to) or (isinstance(to, list) and all(_is_int(item) for item in to))):
+        raise ApiError('to["int"] is not an integer')
+
+
 class ScheduledMessagesHandler(BaseHandler):
     def get(self) -> None:
         self.parse(NO_PARAMS)
@@ -37,6 +52,7 @@ class ScheduledMessagesHandler(BaseHandler):
 
     def post(self) -> None:
         p = self.parse(CREATE)
+        check_to(p.to)
         draft = storage.Draft(**msgspec.structs.asdict(p))
         scheduled_id = self.server.db.write(storage.create_scheduled_message, self.user, draft, self.client_name())
         self.respond({"scheduled_message_id": scheduled_id})
@@ -45,6 +61,7 @@ class ScheduledMessagesHandler(BaseHandler):
 class ScheduledMessageHandler(BaseHandler):
     def patch(self, scheduled_id: str) -> None:
         p = self.parse(EDIT)
+        check_to(p.to, optional=True)
         edit = storage.Edit(**msgspec.structs.asdict(p))
         self.server.db.write(storage.edit_scheduled_message, self.user, int(scheduled_id), edit)
         self.respond()
