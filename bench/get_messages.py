@@ -1,6 +1,6 @@
 """GET /messages on a generated organization: 1M messages, 1,000 users, 100 channels.
 
-Builds the database once (kept in --data, default /tmp/tornchat-bench) with plain SQL in the
+Builds the database once (kept in --data, default /tmp/tornchat-bench2) with plain SQL in the
 shapes the send path writes, then times three fetches through the storage function and over HTTP:
 newest 1000 of a user's history, 1000 of one channel+topic, and 500/500 around a middle anchor.
 Usage: python bench/get_messages.py [--messages N] [--repeat N] [--data DIR]
@@ -16,6 +16,8 @@ import statistics
 import sys
 import time
 
+import msgspec
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from storage import realm as realm_storage  # noqa: E402
@@ -25,7 +27,7 @@ from storage.db import Database  # noqa: E402
 from storage.message_fetch import FetchRequest, get_messages  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
-USERS, CHANNELS, TOPICS_PER_CHANNEL, CHANNELS_PER_USER = 1000, 100, 50, 3
+USERS, CHANNELS, TOPICS_PER_CHANNEL, CHANNELS_PER_USER = 1000, 100, 5, 3
 
 
 def build(path: str, message_count: int) -> None:
@@ -34,7 +36,7 @@ def build(path: str, message_count: int) -> None:
 
     def setup(tx):
         realm_storage.create_realm(tx, "Bench", "http://127.0.0.1:9991", "bench.example")
-        people = [users.create_user(tx, f"user{n}@bench.example", f"User {n}", None) for n in range(USERS)]
+        people = [users.create_user(tx, f"person{n}@bench.example", f"Person {n}", None) for n in range(USERS)]
         owner = people[0]
         channels = [create_channel(tx, owner, f"channel {c}", ChannelOptions(), True) for c in range(CHANNELS)]
         for person in people:
@@ -106,7 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--data", default="/tmp/tornchat-bench")
+    parser.add_argument("--data", default="/tmp/tornchat-bench2")
     args = parser.parse_args()
     settings = Settings(data_dir=args.data)
     if not os.path.exists(settings.database_path):
@@ -159,6 +161,59 @@ def main() -> None:
         median, worst = time_calls(lambda r=request: db.read(get_messages, viewer, r), args.repeat)
         print(f"  {name:<28} {median:8.1f} ms  {worst:8.1f} ms   ({len(result['messages'])} messages)")
     db.close()
+    time_http(settings, viewer, cases, args.repeat)
+
+
+def time_http(settings: Settings, viewer: users.User, cases: dict[str, FetchRequest], repeat: int) -> None:
+    """The same fetches over HTTP (keep-alive, one client) against a server in a thread."""
+    import asyncio
+    import base64
+    import threading
+    import urllib.request
+
+    import tornado.httpserver
+    import tornado.netutil
+
+    from tornchat.app import Server, make_app
+
+    ready, holder = threading.Event(), {}
+
+    async def serve() -> None:
+        server = Server(settings)
+        sockets = tornado.netutil.bind_sockets(0, "127.0.0.1")
+        http = tornado.httpserver.HTTPServer(make_app(server))
+        http.add_sockets(sockets)
+        holder["port"], holder["stop"] = sockets[0].getsockname()[1], asyncio.Event()
+        ready.set()
+        await holder["stop"].wait()
+        http.stop()
+        server.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
+    thread.start()
+    ready.wait(30)
+    # The dummy address names the viewer by id whatever its real email looks like.
+    token = base64.b64encode(f"user{viewer.id}@bench.example:{viewer.api_key}".encode()).decode()
+    print(f"over HTTP (GET /api/v1/messages, JSON decoded by the client), median / max of {repeat}:")
+    for name, request in cases.items():
+        params = {
+            k: v
+            for k, v in msgspec.structs.asdict(request).items()
+            if v is not None and k in ("anchor", "num_before", "num_after", "narrow")
+        }
+        query = "&".join(
+            f"{k}={urllib.parse.quote(v if isinstance(v, str) else msgspec.json.encode(v).decode())}"
+            for k, v in params.items()
+        )
+        url = f"http://127.0.0.1:{holder['port']}/api/v1/messages?{query}"
+
+        def fetch(url: str = url) -> None:
+            req = urllib.request.Request(url, headers={"Authorization": f"Basic {token}"})
+            with urllib.request.urlopen(req) as response:
+                msgspec.json.decode(response.read())
+
+        median, worst = time_calls(fetch, repeat)
+        print(f"  {name:<28} {median:8.1f} ms  {worst:8.1f} ms")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,30 @@
-"""GET /messages: anchors, ranges and message_ids over a narrow (spec 4.5, api-notes 4.2)."""
+"""GET /messages: anchors, ranges and message_ids over a narrow (spec 4.5, api-notes 4).
+
+The order of checks is Zulip's (api-notes 4.1), with the spec's two differences: num_before and
+num_after are required unless message_ids is given, and message_ids may not come with any of the
+range parameters, whatever their values.
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
 import msgspec
 
-from storage.channels import get_channel_by_id, has_content_access
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
+from storage.message_access import access_message
 from storage.message_objects import MESSAGE_COLUMNS, message_objects
 from storage.narrow import (
-    CHANNEL_OPERATORS,
-    DM_OPERATORS,
+    MUTED_SQL,
+    MUTED_TOPIC_SQL,
     Query,
     Term,
-    anchor_for_date,
+    bad_narrow,
     build_query,
     find_ids,
-    first_unread,
     parse_narrow,
 )
 from storage.search_highlight import highlight_content, highlight_topic
@@ -32,155 +37,247 @@ UNSUPPORTED_COMBINATION = (
     "Unsupported parameter combination: num_before, num_after, anchor, message_ids, include_anchor,"
     " use_first_unread_anchor"
 )
+TOO_MANY = f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+# Terms the `with` operator replaces by the conversation of its message (Zulip's list).
+CONVERSATION_OPERATORS = {"stream", "channel", "topic", "dm", "pm-with"}
 
 
 class FetchRequest(msgspec.Struct, kw_only=True):
+    """GET /messages' parameters; None where the client did not send one."""
+
     anchor: str | None = None
     anchor_date: str | None = None
-    include_anchor: bool | None = None  # None: not given (default true)
+    include_anchor: bool | None = None
     num_before: int | None = None
     num_after: int | None = None
     narrow: Any = None
     message_ids: list[int] | None = None
-    use_first_unread_anchor: bool = False
+    use_first_unread_anchor: bool | None = None
     apply_markdown: bool = True
     client_gravatar: bool = True
     allow_empty_topic_name: bool = False
 
 
-def check_request(request: FetchRequest) -> None:
-    """The checks of api-notes 4.1 that need no database, in their order."""
+class Anchor(msgspec.Struct, frozen=True):
+    """A parsed anchor: a number, or what to look for (first_unread, the first message since `date`)."""
+
+    value: int = 0
+    kind: str = "id"  # id | first_unread | date
+    date: int = 0
+
+
+def check_combination(request: FetchRequest) -> None:
+    """message_ids excludes every range parameter (spec 4.5), and those need num_before/num_after."""
+    range_parameters = (
+        request.num_before, request.num_after, request.anchor, request.include_anchor, request.use_first_unread_anchor
+    )  # fmt: skip
     if request.message_ids is not None:
-        if (
-            request.num_before is not None
-            or request.num_after is not None
-            or request.anchor is not None
-            or request.include_anchor is not None
-            or request.use_first_unread_anchor
-        ):
+        if any(value is not None for value in range_parameters):
             raise ApiError(UNSUPPORTED_COMBINATION)
-        if len(request.message_ids) > MAX_MESSAGES_PER_FETCH:
-            raise ApiError(f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH}).")
         return
-    if request.anchor is None and not request.use_first_unread_anchor:
-        raise ApiError("Missing 'anchor' argument.")
     for name in ("num_before", "num_after"):
         if getattr(request, name) is None:
             raise missing_argument(name)
-    assert request.num_before is not None and request.num_after is not None
-    if request.num_before + request.num_after > MAX_MESSAGES_PER_FETCH:
-        raise ApiError(f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH}).")
-    include_anchor = request.include_anchor is not False
-    if request.num_before > 0 and request.num_after > 0 and not include_anchor:
+
+
+def parse_anchor(request: FetchRequest) -> Anchor:
+    """Return the anchor asked for; use_first_unread_anchor=true overrides `anchor` (clients send both)."""
+    if request.use_first_unread_anchor:
+        return Anchor(kind="first_unread")
+    anchor = request.anchor
+    if anchor is None:
+        raise ApiError("Missing 'anchor' argument.")
+    if anchor in ("newest", "oldest"):
+        return Anchor(LARGER_THAN_MAX_MESSAGE_ID if anchor == "newest" else 0)
+    if anchor == "first_unread":
+        return Anchor(kind="first_unread")
+    if anchor == "date":
+        return Anchor(kind="date", date=parse_anchor_date(request.anchor_date))
+    try:
+        value = int(anchor)
+    except ValueError:
+        raise ApiError("Invalid anchor") from None
+    return Anchor(min(max(value, 0), LARGER_THAN_MAX_MESSAGE_ID))
+
+
+def parse_anchor_date(value: str | None) -> int:
+    """Return the moment (UTC seconds) of an ISO 8601 date (midnight UTC) or datetime (UTC if naive)."""
+    if value is None:
+        raise missing_argument("anchor_date")
+    try:
+        moment = datetime.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ApiError("Invalid anchor_date") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp())
+
+
+def check_sizes(request: FetchRequest) -> None:
+    requested = (
+        len(request.message_ids)
+        if request.message_ids is not None
+        else (request.num_before or 0) + (request.num_after or 0)
+    )
+    if requested > MAX_MESSAGES_PER_FETCH:
+        raise ApiError(TOO_MANY)
+    if (request.num_before or 0) > 0 and (request.num_after or 0) > 0 and request.include_anchor is False:
         raise ApiError("The anchor can only be excluded at an end of the range")
 
 
 def rewrite_with(tx: Tx, user: User, terms: list[Term]) -> list[Term]:
-    """Replace `with:<id>` by the channel and topic (or conversation) of that message."""
-    with_term = next((t for t in terms if t.operator == "with"), None)
-    if with_term is None:
+    """Replace `with:<id>` by the channel and topic (or conversation) of that message (Zulip's rules).
+
+    A message the user may not read leaves the other terms as they are if they name a conversation
+    themselves, and is an error otherwise.
+    """
+    with_terms = [t for t in terms if t.operator == "with"]
+    if not with_terms:
         return terms
+    if len(with_terms) > 1:
+        desc = "Duplicate 'with' operators."
+        raise ApiError(f"Invalid narrow operator combination: {desc}", "BAD_NARROW", data={"desc": desc})
     rest = [t for t in terms if t.operator != "with"]
-    text = str(with_term.operand)
-    row = (
-        tx.one("SELECT channel_id, topic, recipient_id FROM messages WHERE id = ?", (int(text),))
-        if text.isdigit() and int(text) < 2**63
-        else None
-    )
-    visible = row is not None and _can_read(tx, user, row, int(text))
-    if not visible:
-        conversation = {t.operator for t in rest} & (CHANNEL_OPERATORS | DM_OPERATORS)
-        if not conversation:
-            raise ApiError("Invalid 'with' operator")
-        return rest
-    kept = [t for t in rest if t.operator not in CHANNEL_OPERATORS | DM_OPERATORS | {"topic", "subject"}]
+    try:
+        message_id = int(str(with_terms[0].operand))
+    except ValueError:
+        raise bad_narrow("Invalid 'with' operator") from None
+    try:
+        row, _ = access_message(tx, user, message_id, allow_archived=True)
+    except ApiError:
+        if _names_conversation(rest):
+            return rest
+        raise bad_narrow("Invalid 'with' operator") from None
+    kept = [t for t in rest if t.operator not in CONVERSATION_OPERATORS]
     if row["channel_id"] is not None:
-        return [Term("channel", row["channel_id"]), Term("topic", row["topic"] or "general chat"), *kept]
+        return [Term("channel", row["channel_id"]), Term("topic", row["topic"]), *kept]
     members = tx.column(
         "SELECT g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
-        " WHERE r.id = ? AND g.user_id != ? ORDER BY g.user_id",
-        (row["recipient_id"], user.id),
+        " WHERE r.id = ? ORDER BY g.user_id",
+        (row["recipient_id"],),
     )
     return [Term("dm", members), *kept]
 
 
-def _can_read(tx: Tx, user: User, row: Any, message_id: int) -> bool:
-    if tx.one("SELECT 1 FROM user_messages WHERE user_id = ? AND message_id = ?", (user.id, message_id)):
-        return True
-    channel = get_channel_by_id(tx, row["channel_id"]) if row["channel_id"] is not None else None
-    return channel is not None and channel.history_public_to_subscribers and has_content_access(tx, user, channel)
+def _names_conversation(terms: list[Term]) -> bool:
+    """Zulip's can_narrow_define_conversation: a dm term, or a channel term and a topic term."""
+    operators = {t.operator for t in terms}
+    return bool(operators & {"dm", "pm-with"}) or (bool(operators & {"stream", "channel"}) and "topic" in operators)
 
 
 def resolve_anchor(tx: Tx, query: Query, request: FetchRequest) -> int:
     """Return the numeric anchor for the request (api-notes 4.2)."""
-    anchor = "first_unread" if request.use_first_unread_anchor else request.anchor
-    if anchor == "newest":
-        return LARGER_THAN_MAX_MESSAGE_ID
-    if anchor == "oldest":
-        return 0
-    if anchor == "first_unread":
+    return anchor_value(tx, query, parse_anchor(request))
+
+
+def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
+    found: int | None
+    if anchor.kind == "first_unread":
         found = first_unread(tx, query)
-        return LARGER_THAN_MAX_MESSAGE_ID if found is None else found
-    if anchor == "date":
-        found = anchor_for_date(tx, query, request.anchor_date)
-        return LARGER_THAN_MAX_MESSAGE_ID if found is None else found
-    try:
-        value = int(str(anchor))
-    except ValueError:
-        raise ApiError("Invalid anchor") from None
-    return min(max(value, 0), LARGER_THAN_MAX_MESSAGE_ID)
+    elif anchor.kind == "date":
+        found = first_since(tx, query, anchor.date)
+    else:
+        return anchor.value
+    return LARGER_THAN_MAX_MESSAGE_ID if found is None else found
+
+
+def first_unread(tx: Tx, query: Query) -> int | None:
+    """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
+    found = find_ids(tx, unread_query(query), ">= ?", [0], False, 1)
+    return found[0][0] if found else None
+
+
+def unread_query(query: Query) -> Query:
+    """The query limited to the user's unread, unmuted rows, driven by user_messages_unread.
+
+    Historical messages are never unread, so the narrow's own driver gives way to the unread index.
+    Inside a channel narrow only topic muting applies: one may read a muted channel (Zulip's rule).
+    """
+    unread = msgspec.structs.replace(
+        query, history=False, driver="flag", flag_condition="unread", driver_params=[],
+        filters=list(query.filters), params=list(query.params),
+    )  # fmt: skip
+    if query.dm_only:  # muting is about channels: nothing to skip
+        return unread
+    if query.channel_id is None:
+        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
+    else:
+        unread.add(MUTED_TOPIC_SQL, [query.user_id], negated=True)
+    return unread
+
+
+# anchor=date: the first message sent at or after a moment, by messages_by_date.
+FIRST_SINCE_SQL = "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1"
+
+
+def first_since(tx: Tx, query: Query, moment: int) -> int | None:
+    """Return the first message matching the query sent at or after `moment` (ids grow with time)."""
+    first = tx.value(FIRST_SINCE_SQL, (moment,))
+    if first is None:
+        return None
+    found = find_ids(tx, query, ">= ?", [first], False, 1)
+    return found[0][0] if found else None
 
 
 def get_messages(tx: Tx, user: User, request: FetchRequest) -> dict[str, Any]:
     """Return the GET /messages response body (without result/msg)."""
-    check_request(request)
-    terms = rewrite_with(tx, user, parse_narrow(request.narrow))
+    terms = parse_narrow(request.narrow)
+    check_combination(request)
+    anchor = parse_anchor(request) if request.message_ids is None else None
+    terms = rewrite_with(tx, user, terms)
+    check_sizes(request)
     query = build_query(tx, user, terms)
-    if request.message_ids is not None:
-        ids = sorted(set(request.message_ids))
-        found = find_ids(tx, query, "IN (SELECT value FROM json_each(?))", [json.dumps(ids)], False, None)
-        if query.driver in ("um", "flag") and not query.history:
-            found = _with_history(tx, user, terms, ids, found)
+    if anchor is None:
+        assert request.message_ids is not None
+        rows = find_ids(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None)
         body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
-        body.update(history_limited=False, messages=_objects(tx, user, request, query, found))
+        body.update(history_limited=False, messages=_objects(tx, user, request, query, rows))
         return body
     assert request.num_before is not None and request.num_after is not None
-    anchor = resolve_anchor(tx, query, request)
-    include_anchor = request.include_anchor is not False
-    num_before, num_after = request.num_before, request.num_after
+    value = anchor_value(tx, query, anchor)
+    rows, found_oldest, found_newest = select_range(
+        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after
+    )
+    return {
+        "anchor": value,
+        "found_anchor": any(row[0] == value for row in rows),
+        "found_oldest": found_oldest,
+        "found_newest": found_newest,
+        "history_limited": False,
+        "messages": _objects(tx, user, request, query, rows),
+    }
+
+
+def select_range(
+    tx: Tx, query: Query, anchor: int, include_anchor: bool, num_before: int, num_after: int
+) -> tuple[list[tuple[int, int | None]], bool, bool]:
+    """Return (rows ascending, found_oldest, found_newest): one scan down and one up from the anchor."""
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
     before = find_ids(tx, query, "<= ?" if include_anchor else "< ?", [anchor], True, num_before + include_anchor)
     anchor_rows = [row for row in before if row[0] == anchor]
     before = [row for row in before if row[0] != anchor][:num_before]
     after = find_ids(tx, query, "> ?", [anchor], False, num_after)
-    rows = sorted(before + anchor_rows + after)
-    return {
-        "anchor": anchor,
-        "found_anchor": bool(anchor_rows),
-        "found_oldest": anchor == 0 or len(before) < num_before,
-        "found_newest": anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after,
-        "history_limited": False,
-        "messages": _objects(tx, user, request, query, rows),
-    }
+    found_oldest = anchor == 0 or len(before) < num_before
+    found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
+    return sorted(before + anchor_rows + after), found_oldest, found_newest
 
 
-def _with_history(
-    tx: Tx, user: User, terms: list[Term], ids: list[int], found: list[tuple[int, int | None]]
-) -> list[tuple[int, int | None]]:
-    """message_ids mode: add requested messages the user has no row for but may read (public history)."""
-    have = {row[0] for row in found}
-    extra = []
-    for message_id in ids:
-        if message_id in have:
-            continue
-        row = tx.one("SELECT channel_id FROM messages WHERE id = ?", (message_id,)) if message_id < 2**63 else None
-        if row is None or row["channel_id"] is None:
-            continue
-        channel_query = build_query(tx, user, [Term("channel", row["channel_id"]), *terms])
-        if channel_query.history:
-            extra.extend(find_ids(tx, channel_query, "= ?", [message_id], False, 1))
-    return sorted(found + extra)
+def ids_query(query: Query, message_ids: list[int]) -> Query:
+    """The query limited to requested ids, readable channel history included unless `is:` forbids it.
+
+    Outside history mode the hidden-channel filter is already there, so a channel whose history is
+    public to subscribers and is not hidden is one whose history the user may read.
+    """
+    ids = json.dumps(sorted({i for i in message_ids if i < 2**63}))
+    result = msgspec.structs.replace(
+        query, driver="ids", driver_params=[ids], filters=list(query.filters), params=list(query.params)
+    )
+    if not query.history and query.history_allowed:
+        result.history = True
+        result.add("um.message_id IS NOT NULL OR m.channel_id IN"
+                   " (SELECT c.id FROM channels AS c WHERE c.history_public_to_subscribers)", [])  # fmt: skip
+    return result
 
 
 def _objects(

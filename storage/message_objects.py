@@ -10,7 +10,7 @@ from storage import flags, recipients
 from storage.db import Tx
 from storage.realm import Realm, get_realm
 from storage.topics import display_topic
-from storage.users import User, api_email, avatar_url, can_see_delivery_email, get_user_by_id, list_users
+from storage.users import EVERYONE, User, api_email, avatar_url, dummy_email, get_user_by_id, list_users
 
 HISTORICAL_FLAGS = ["read", "historical"]
 MESSAGE_COLUMNS = (
@@ -20,21 +20,23 @@ MESSAGE_COLUMNS = (
 
 
 class Page:
-    """What building message objects for one viewer needs, fetched once per page."""
+    """What building message objects for one viewer needs, fetched once per page (never per message)."""
 
     def __init__(self, tx: Tx, viewer: User | None, rows: Sequence[Any]) -> None:
         self.tx = tx
         self.viewer = viewer
         self.realm: Realm = get_realm(tx)
         ids = [row["id"] for row in rows]
-        self.reactions = _reactions(tx, ids)
-        self.channel_names = dict(
-            tx.all(
-                "SELECT id, name FROM channels WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted({row["channel_id"] for row in rows if row["channel_id"]})),),
-            )
-        )
+        self.reactions = _reactions(tx, self.realm, ids)
+        channel_ids = sorted({row["channel_id"] for row in rows if row["channel_id"]})
+        self.channel_names: dict[int, str] = {
+            row["id"]: row["name"]
+            for row in tx.all("SELECT id, name FROM channels WHERE id IN (SELECT value FROM json_each(?))",
+                              (json.dumps(channel_ids),))
+        }  # fmt: skip
+        self.participants = _participants(tx, sorted({row["recipient_id"] for row in rows if not row["channel_id"]}))
         self.users: dict[int, User] = {}
+        self.load_users({row["sender_id"] for row in rows}.union(*self.participants.values()))
 
     def user(self, user_id: int) -> User:
         if user_id not in self.users:
@@ -49,19 +51,33 @@ class Page:
             self.users.update((u.id, u) for u in list_users(self.tx, missing))
 
 
-def _reactions(tx: Tx, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def _participants(tx: Tx, recipient_ids: list[int]) -> dict[int, list[int]]:
+    """Return the members, sorted, of each direct-message conversation among the recipients."""
+    rows = tx.all(
+        "SELECT r.id, m.user_id FROM recipients AS r JOIN direct_message_group_members AS m ON m.group_id = r.type_id"
+        " WHERE r.id IN (SELECT value FROM json_each(?)) AND r.type = ? ORDER BY r.id, m.user_id",
+        (json.dumps(recipient_ids), recipients.DIRECT_MESSAGE_GROUP),
+    )
+    result: dict[int, list[int]] = {}
+    for recipient_id, user_id in rows:
+        result.setdefault(recipient_id, []).append(user_id)
+    return result
+
+
+def _reactions(tx: Tx, realm: Realm, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Return each message's reactions, oldest first."""
     rows = tx.all(
         "SELECT r.message_id, r.emoji_name, r.emoji_code, r.reaction_type, r.user_id, u.delivery_email,"
         " u.full_name, u.email_address_visibility, u.is_bot FROM reactions AS r JOIN users AS u ON u.id = r.user_id"
         " WHERE r.message_id IN (SELECT value FROM json_each(?)) ORDER BY r.message_id, r.id",
         (json.dumps(message_ids),),
     )
-    realm = get_realm(tx) if rows else None
     result: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         email = row["delivery_email"]
-        if realm is not None and not row["is_bot"] and row["email_address_visibility"] != 1:
-            email = f"user{row['user_id']}@{realm.email_host}"
+        if not row["is_bot"] and row["email_address_visibility"] != EVERYONE:
+            email = dummy_email(row["user_id"], realm)
+        # `user` is the deprecated copy of the reactor that older clients read.
         result.setdefault(row["message_id"], []).append(
             {
                 "emoji_name": row["emoji_name"],
@@ -74,16 +90,10 @@ def _reactions(tx: Tx, message_ids: list[int]) -> dict[int, list[dict[str, Any]]
     return result
 
 
-def direct_message_user_ids(page: Page, row: Any) -> list[int]:
-    """Return the participants of a direct message, sender and receivers, sorted."""
-    return recipients.direct_message_group_members(page.tx, row["recipient_id"])
-
-
 def _display_recipient(page: Page, row: Any) -> str | list[dict[str, Any]]:
+    """The channel's name, or every participant of the conversation (the viewer included)."""
     if row["channel_id"] is not None:
         return str(page.channel_names.get(row["channel_id"], ""))
-    participants = direct_message_user_ids(page, row)
-    page.load_users(set(participants))
     return [
         {
             "id": user_id,
@@ -91,7 +101,7 @@ def _display_recipient(page: Page, row: Any) -> str | list[dict[str, Any]]:
             "full_name": page.users[user_id].full_name,
             "is_mirror_dummy": False,
         }
-        for user_id in participants
+        for user_id in page.participants.get(row["recipient_id"], [])
     ]
 
 
@@ -109,8 +119,9 @@ def message_object(
 ) -> dict[str, Any]:
     """Return the API object of one message row (without flags) as the page's viewer sees it."""
     sender = page.user(row["sender_id"])
-    email_visible = can_see_delivery_email(page.viewer, sender)
-    gravatar_null = client_gravatar and email_visible and sender.avatar_source == "G"
+    # A null avatar_url asks the client to compute the gravatar from sender_email, which is the real
+    # address only when everyone may see it (Zulip forces client_gravatar off otherwise).
+    gravatar_null = client_gravatar and sender.email_address_visibility == EVERYONE and sender.avatar_source == "G"
     result: dict[str, Any] = {
         "id": row["id"],
         "sender_id": sender.id,
@@ -152,7 +163,6 @@ def message_objects(
 ) -> list[dict[str, Any]]:
     """Return API objects with the viewer's flags for rows of MESSAGE_COLUMNS plus `flags` (NULL: historical)."""
     page = Page(tx, viewer, rows)
-    page.load_users({row["sender_id"] for row in rows})
     result = []
     for row in rows:
         obj = message_object(

@@ -9,13 +9,13 @@ Each query is driven by one index range scan in id order, so a page never sorts 
 the user's whole history to filter: a channel (+ topic), conversation, sender or id term drives
 from `messages` through its index; `is:` flags drive from the partial index of user_messages;
 anything else walks the user's rows from the anchor. CROSS JOIN pins the join order SQLite uses.
+Every driving term is also added as a filter, so any driver may replace another (first_unread
+and message_ids do).
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-import re
 from typing import Any
 
 import msgspec
@@ -25,17 +25,23 @@ from storage.channels import Channel, get_channel_by_id, get_channel_by_name, ha
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME, get_realm
+from storage.search_highlight import fts_query, search_terms
 from storage.topics import RESOLVED_PREFIX
 from storage.users import User, get_user_by_api_email, get_user_by_id
 
 CHANNEL_OPERATORS = {"channel", "stream"}
+CHANNELS_OPERATORS = {"channels", "streams"}
 DM_OPERATORS = {"dm", "pm-with", "pm_with"}
-ID_OR_STRING_OPERATORS = {"channel", "stream", "id", "sender", "group-pm-with", "group_pm_with", "dm-including",
-                          "with", "mentions"}  # fmt: skip
+GROUP_DM_OPERATORS = {"group-pm-with", "group_pm_with"}
+# Operand types (api-notes 4.3): these take a string or an integer; dm/pm-with a string or an
+# integer list; search a non-blank string; everything else a string.
+ID_OR_STRING_OPERATORS = CHANNEL_OPERATORS | {"id", "sender", "group-pm-with", "dm-including", "with", "mentions"}
+ID_LIST_OPERATORS = {"dm", "pm-with"}
 KNOWN_OPERATORS = (
-    CHANNEL_OPERATORS | DM_OPERATORS | ID_OR_STRING_OPERATORS
-    | {"channels", "streams", "topic", "subject", "is", "has", "in", "near", "search"}
+    CHANNEL_OPERATORS | CHANNELS_OPERATORS | DM_OPERATORS | GROUP_DM_OPERATORS
+    | {"dm-including", "topic", "sender", "is", "has", "in", "id", "near", "search", "with", "mentions"}
 )  # fmt: skip
+DM_TERM_OPERATORS = DM_OPERATORS | GROUP_DM_OPERATORS | {"dm-including"}
 MAX_MESSAGE_ID = 2147483647
 
 
@@ -50,58 +56,55 @@ def bad_narrow(desc: str) -> ApiError:
 
 
 def parse_narrow(raw: Any) -> list[Term]:
-    """Return the terms of a decoded `narrow` (objects or legacy pairs); raise the API's errors."""
+    """Return the terms of a decoded `narrow` (objects or legacy pairs); raise the API's type errors.
+
+    Unknown operators and operands are BAD_NARROW errors of build_query, as in Zulip.
+    """
     if raw is None:
         return []
     if not isinstance(raw, list):
         raise ApiError("narrow is not a list")
-    terms = []
-    for index, element in enumerate(raw):
-        if isinstance(element, list):
-            if len(element) != 2 or not all(isinstance(e, str) for e in element):
-                raise ApiError(f"Invalid narrow[{index}]: Value error, element is not a string pair")
-            operator, operand, negated = element[0], element[1], False
-        elif isinstance(element, dict):
-            if "operator" not in element:
-                raise ApiError(f"Invalid narrow[{index}]: Value error, operator is missing")
-            if element.get("operand") is None:
-                raise ApiError(f"Invalid narrow[{index}]: Value error, operand is missing")
-            operator, operand = element["operator"], element["operand"]
-            negated = element.get("negated", False)
-            if not isinstance(negated, bool):
-                raise ApiError(f'narrow[{index}]["negated"] is not a boolean')
-            if not isinstance(operator, str):
-                raise ApiError(f'narrow[{index}]["operator"] is not a string')
-        else:
-            raise ApiError(f"Invalid narrow[{index}]: Value error, dict or list required")
-        terms.append(Term(operator, check_operand(operator, operand), negated))
-    return terms
+    return [_parse_term(index, element) for index, element in enumerate(raw)]
+
+
+def _parse_term(index: int, element: Any) -> Term:
+    if isinstance(element, list):
+        if len(element) != 2 or not all(isinstance(e, str) for e in element):
+            raise ApiError(f"Invalid narrow[{index}]: Value error, element is not a string pair")
+        return Term(element[0], check_operand(element[0], element[1]))
+    if not isinstance(element, dict):
+        raise ApiError(f"Invalid narrow[{index}]: Value error, dict or list required")
+    if element.get("operand") is None:
+        raise ApiError(f"Invalid narrow[{index}]: Value error, operand is missing")
+    if element.get("operator") is None:
+        raise ApiError(f"Invalid narrow[{index}]: Value error, operator is missing")
+    operator, negated = element["operator"], element.get("negated", False)
+    if not isinstance(operator, str):
+        raise ApiError(f'narrow[{index}]["operator"] is not a string')
+    if not isinstance(negated, bool):
+        raise ApiError(f'narrow[{index}]["negated"] is not a boolean')
+    return Term(operator, check_operand(operator, element["operand"]), negated)
 
 
 def check_operand(operator: str, operand: Any) -> Any:
-    if operator not in KNOWN_OPERATORS:
-        raise bad_narrow(f"unknown operator {operator}")
-    if operator in DM_OPERATORS:
-        if isinstance(operand, list):
-            for i, item in enumerate(operand):
-                if isinstance(item, bool) or not isinstance(item, int):
-                    raise ApiError(f"operand[{i}] is not an integer")
-            return operand
-        if not isinstance(operand, (str, int)) or isinstance(operand, bool):
-            raise ApiError("operand is not a string")
-        return operand
+    """Return the operand if its type suits the operator; the API's error otherwise."""
     if operator in ID_OR_STRING_OPERATORS:
         if isinstance(operand, bool) or not isinstance(operand, (str, int)):
             raise ApiError("operand is not a string or integer")
-        return operand
-    if not isinstance(operand, str):
+    elif operator in ID_LIST_OPERATORS:
+        if not isinstance(operand, (str, list)):
+            raise ApiError("operand is not a string or an integer list")
+        for i, item in enumerate(operand if isinstance(operand, list) else []):
+            if isinstance(item, bool) or not isinstance(item, int):
+                raise ApiError(f"operand[{i}] is not an integer")
+    elif not isinstance(operand, str):
         raise ApiError("operand is not a string")
-    if operator == "search" and not operand.strip():
+    elif operator == "search" and not operand.strip():
         raise ApiError("operand cannot be blank.")
     return operand
 
 
-# -- building the query ------------------------------------------------------------------------
+# -- what a term means -----------------------------------------------------------------------
 
 IS_FLAG_CONDITIONS = {
     # operand: (condition on um.flags matching the partial index's WHERE exactly, that index)
@@ -114,16 +117,33 @@ IS_FLAG_CONDITIONS = {
 }
 IS_OPERANDS = set(IS_FLAG_CONDITIONS) | {"resolved", "followed", "muted"}
 HAS_OPERANDS = {"link", "image", "attachment", "reaction"}
-FOLLOWED, MUTED, UNMUTED = 3, 1, 2
 
-# A topic the user muted, or a topic in a muted channel the user did not unmute.
-MUTED_SQL = (
-    "(m.channel_id IS NOT NULL AND (EXISTS (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ?"
-    " AND ut.channel_id = m.channel_id AND ut.topic = m.topic AND ut.visibility_policy = 1)"
-    " OR (EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.user_id = ? AND s.channel_id = m.channel_id"
-    " AND s.is_muted) AND NOT EXISTS (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ?"
-    " AND ut.channel_id = m.channel_id AND ut.topic = m.topic AND ut.visibility_policy = 2))))"
+_MUTED_TOPIC = (
+    "EXISTS (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ? AND ut.channel_id = m.channel_id"
+    " AND ut.topic = m.topic AND ut.visibility_policy = 1)"
 )
+# Zulip's exclude_stream_and_topic_mutes: a muted topic, or a topic of a channel the user muted
+# unless they unmuted or follow that topic. Three parameters, the user's id each time.
+MUTED_SQL = (
+    f"(m.channel_id IS NOT NULL AND ({_MUTED_TOPIC} OR (EXISTS (SELECT 1 FROM subscriptions AS s"
+    " WHERE s.user_id = ? AND s.channel_id = m.channel_id AND s.active AND s.is_muted) AND NOT EXISTS"
+    " (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ? AND ut.channel_id = m.channel_id"
+    " AND ut.topic = m.topic AND ut.visibility_policy IN (2, 3)))))"
+)
+# Inside a channel narrow only topic muting applies: one may browse a muted channel. One parameter.
+MUTED_TOPIC_SQL = f"(m.channel_id IS NOT NULL AND {_MUTED_TOPIC})"
+FOLLOWED_SQL = (
+    "EXISTS (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ? AND ut.channel_id = m.channel_id"
+    " AND ut.topic = m.topic AND ut.visibility_policy = 3)"
+)
+# dm-including / group-pm-with: the conversations (with at least ? members) a user is in.
+CONVERSATIONS_WITH_SQL = (
+    "m.channel_id IS NULL AND m.recipient_id IN (SELECT r.id FROM direct_message_group_members AS g"
+    " JOIN recipients AS r ON r.type = 3 AND r.type_id = g.group_id WHERE g.user_id = ?"
+    " AND (SELECT count(*) FROM direct_message_group_members AS n WHERE n.group_id = g.group_id) >= ?)"
+)
+# A message in the rendered content of which the user is mentioned by name, visibly (not @_silently).
+MENTIONS_SQL = "instr(m.rendered_content, '<span class=\"user-mention\" data-user-id=\"' || ? || '\">') > 0"
 
 
 class Query(msgspec.Struct):
@@ -131,7 +151,7 @@ class Query(msgspec.Struct):
 
     user_id: int
     history: bool = False
-    driver: str = "um"  # um | flag | recipient | topic | sender | id | all
+    driver: str = "um"  # um | flag | recipient | topic | sender | id | all | ids
     driver_params: list[Any] = msgspec.field(default_factory=list)
     flag_condition: str = ""  # the `is:` operand whose partial index drives the "flag" scan
     filters: list[str] = msgspec.field(default_factory=list)
@@ -139,6 +159,8 @@ class Query(msgspec.Struct):
     search_terms: list[str] = msgspec.field(default_factory=list)
     empty: bool = False  # the narrow can match nothing (e.g. a conversation that never existed)
     dm_only: bool = False
+    history_allowed: bool = True  # False with an `is:` term other than is:resolved (Zulip's rule)
+    channel_id: int | None = None  # the first positive channel term's: channel muting does not apply inside
 
     def add(self, condition: str, params: list[Any], negated: bool = False) -> None:
         self.filters.append(f"NOT ({condition})" if negated else condition)
@@ -146,24 +168,34 @@ class Query(msgspec.Struct):
 
 
 def resolve_channel(tx: Tx, operand: Any) -> Channel:
-    channel = None
-    if isinstance(operand, int) or (isinstance(operand, str) and operand.isdigit()):
+    """A channel by id (integers) or name; digit strings that name no channel are tried as ids.
+
+    Access is not checked: the base query already limits what the term can select.
+    """
+    channel = get_channel_by_name(tx, operand) if isinstance(operand, str) else get_channel_by_id(tx, operand)
+    if channel is None and isinstance(operand, str) and operand.isdigit() and len(operand) < 19:
         channel = get_channel_by_id(tx, int(operand))
-    if channel is None and isinstance(operand, str):
-        channel = get_channel_by_name(tx, operand)
     if channel is None:
         raise bad_narrow(f"unknown channel {operand}")
     return channel
 
 
 def resolve_user(tx: Tx, operand: Any) -> User | None:
-    if isinstance(operand, int) or (isinstance(operand, str) and operand.isdigit()):
+    if isinstance(operand, int) or (isinstance(operand, str) and operand.isdigit() and len(operand) < 19):
         return get_user_by_id(tx, int(operand))
     return get_user_by_api_email(tx, str(operand), get_realm(tx))
 
 
+def _user_operand(tx: Tx, operand: Any) -> User:
+    user = resolve_user(tx, operand)
+    if user is None:
+        raise bad_narrow(f"unknown user {operand}")
+    return user
+
+
 def resolve_dm_users(tx: Tx, operand: Any) -> list[int]:
-    items = operand if isinstance(operand, list) else [operand] if isinstance(operand, int) else operand.split(",")
+    """The users of a dm operand: a list of ids or comma-separated emails; deactivated ones too."""
+    items = operand if isinstance(operand, list) else operand.split(",")
     ids = []
     for item in items:
         user = resolve_user(tx, item.strip() if isinstance(item, str) else item)
@@ -173,253 +205,264 @@ def resolve_dm_users(tx: Tx, operand: Any) -> list[int]:
     return ids
 
 
-def check_operator_combinations(terms: list[Term]) -> None:
-    positive = {t.operator for t in terms if not t.negated}
-    if positive & CHANNEL_OPERATORS and positive & (DM_OPERATORS | {"group-pm-with", "group_pm_with"}):
-        raise bad_narrow("No message can be both a channel message and direct message")
-    if sum(1 for t in terms if t.operator == "with") > 1:
-        raise ApiError(
-            "Invalid narrow operator combination: Duplicate 'with' operators.",
-            "BAD_NARROW",
-            data={"desc": "Duplicate 'with' operators."},
-        )
-
-
 def readable_history(tx: Tx, user: User, channel: Channel) -> bool:
     """Whether the user may read the channel's messages from before they joined."""
     return channel.history_public_to_subscribers and has_content_access(tx, user, channel)
 
 
+# has_content_access (storage/channels.py) for every channel at once, negated: the channels whose
+# messages a user may have received but may no longer read (a private channel they left, a public
+# one for a guest). One query rather than a check per channel on every fetch.
+HIDDEN_CHANNELS_SQL = """
+WITH RECURSIVE holding(id) AS (
+    SELECT group_id FROM user_group_members WHERE user_id = :user
+    UNION
+    SELECT s.supergroup_id FROM user_group_subgroups AS s JOIN holding AS h ON s.subgroup_id = h.id
+)
+SELECT c.id FROM channels AS c
+WHERE NOT c.is_web_public AND (c.invite_only OR :guest)
+AND NOT EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.user_id = :user AND s.channel_id = c.id AND s.active)
+AND NOT (c.invite_only AND (c.can_add_subscribers_group IN (SELECT id FROM holding)
+                            OR c.can_subscribe_group IN (SELECT id FROM holding)))
+ORDER BY c.id
+"""
+
+
 def hidden_channel_ids(tx: Tx, user: User) -> list[int]:
-    """Channels whose messages the user received but may no longer read (left a private channel)."""
-    candidates = tx.all(
-        "SELECT c.id FROM channels AS c WHERE (c.invite_only OR ?) AND NOT c.is_web_public AND NOT EXISTS"
-        " (SELECT 1 FROM subscriptions AS s WHERE s.user_id = ? AND s.channel_id = c.id AND s.active)",
-        (user.is_guest, user.id),
-    )
-    hidden = []
-    for row in candidates:
-        channel = get_channel_by_id(tx, row["id"])
-        if channel is not None and not has_content_access(tx, user, channel, subscribed=False):
-            hidden.append(channel.id)
-    return hidden
+    """Channels whose messages the user may have received but may not read now, sorted."""
+    return tx.column(HIDDEN_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
 
 
 def build_query(tx: Tx, user: User, terms: list[Term]) -> Query:
-    """Return the query serving a narrow for this user; raise the API's narrow errors."""
-    check_operator_combinations(terms)
-    query = Query(user_id=user.id)
-    positive = [t for t in terms if not t.negated]
-    _choose_base(tx, user, query, terms, positive)
+    """Return the query serving a narrow for this user; raise the API's narrow errors in term order."""
+    builder = _Builder(tx, user)
     for term in terms:
-        _add_term(tx, user, query, term)
+        handler = _HANDLERS.get(term.operator)
+        if handler is None:
+            raise bad_narrow(f"unknown operator {term.operator}")
+        handler(builder, term)
+    query = builder.finish()
     if not query.history:
         hidden = hidden_channel_ids(tx, user)
         if hidden:
             query.add("m.channel_id IS NULL OR m.channel_id NOT IN (SELECT value FROM json_each(?))",
                       [json.dumps(hidden)])  # fmt: skip
+    positive = [t for t in terms if not t.negated]
     query.dm_only = bool(positive) and all(
-        t.operator in DM_OPERATORS | {"dm-including", "group-pm-with", "group_pm_with"}
-        or (t.operator == "is" and t.operand in ("dm", "private"))
-        for t in positive
+        t.operator in DM_TERM_OPERATORS or (t.operator == "is" and t.operand in ("dm", "private")) for t in positive
     )
     return query
 
 
-def _choose_base(tx: Tx, user: User, query: Query, terms: list[Term], positive: list[Term]) -> None:
-    """Pick history mode and the driving index from the non-negated terms."""
-    has_is = any(t.operator == "is" and t.operand != "resolved" for t in terms)
-    channel_term = next((t for t in positive if t.operator in CHANNEL_OPERATORS), None)
-    channels_term = next((t for t in positive if t.operator in ("channels", "streams")), None)
-    if channel_term is not None:
-        channel = resolve_channel(tx, channel_term.operand)
-        query.history = not has_is and readable_history(tx, user, channel)
-        recipient_id = recipients.get_recipient(tx, recipients.CHANNEL, channel.id)
-        topic_term = next((t for t in positive if t.operator in ("topic", "subject")), None)
-        if recipient_id is None:
-            query.empty = True
-        elif topic_term is not None:
-            query.driver, query.driver_params = "topic", [recipient_id, _topic_operand(topic_term.operand)]
-        else:
-            query.driver, query.driver_params = "recipient", [recipient_id]
-        return
-    if channels_term is not None and not has_is and not user.is_guest:
-        query.history, query.driver = True, "all"
-    id_term = next((t for t in positive if t.operator == "id"), None)
-    dm_term = next((t for t in positive if t.operator in DM_OPERATORS), None)
-    sender_term = next((t for t in positive if t.operator == "sender"), None)
-    flag_term = next((t for t in positive if t.operator == "is" and t.operand in IS_FLAG_CONDITIONS), None)
-    if query.history:
-        return
-    if id_term is not None:
-        query.driver, query.driver_params = "id", [_message_id(id_term.operand)]
-    elif dm_term is not None:
-        recipient_id = recipients.get_direct_message_group_recipient(
-            tx, [user.id, *resolve_dm_users(tx, dm_term.operand)]
-        )
-        if recipient_id is None:
-            query.empty = True
-        else:
-            query.driver, query.driver_params = "recipient", [recipient_id]
-    elif sender_term is not None:
-        sender = resolve_user(tx, sender_term.operand)
-        if sender is None:
-            raise bad_narrow(f"unknown user {sender_term.operand}")
-        query.driver, query.driver_params = "sender", [sender.id]
-    elif flag_term is not None:
-        query.driver, query.flag_condition = "flag", flag_term.operand
+class _Builder:
+    """Turns terms into filters, noting what the positive terms offer to drive the scan."""
+
+    def __init__(self, tx: Tx, user: User) -> None:
+        self.tx, self.user = tx, user
+        self.query = Query(user_id=user.id)
+        self.kinds: set[str] = set()
+        self.history = False  # the last positive channel/channels term decides (Zulip's rule)
+        self.channel_recipient: int | None = None
+        self.topic: str | None = None
+        self.dm_recipient: int | None = None
+        self.sender_id: int | None = None
+        self.message_id: int | None = None
+        self.flag = ""
+
+    def conversation_kind(self, kind: str, negated: bool) -> None:
+        if negated:
+            return
+        self.kinds.add(kind)
+        if len(self.kinds) == 2:
+            raise bad_narrow("No message can be both a channel message and direct message")
+
+    def finish(self) -> Query:
+        """Choose history mode and the driving scan: the most selective positive term."""
+        query = self.query
+        query.history = self.history and query.history_allowed
+        if self.message_id is not None:
+            query.driver, query.driver_params = "id", [self.message_id]
+        elif self.channel_recipient is not None and self.topic is not None:
+            query.driver, query.driver_params = "topic", [self.channel_recipient, self.topic]
+        elif self.channel_recipient is not None:
+            query.driver, query.driver_params = "recipient", [self.channel_recipient]
+        elif self.dm_recipient is not None and not query.history:
+            query.driver, query.driver_params = "recipient", [self.dm_recipient]
+        elif self.sender_id is not None:
+            query.driver, query.driver_params = "sender", [self.sender_id]
+        elif query.history:
+            query.driver = "all"
+        elif self.flag:
+            query.driver, query.flag_condition = "flag", self.flag
+        return query
 
 
-def _topic_operand(operand: str) -> str:
+def _channel(b: _Builder, term: Term) -> None:
+    b.conversation_kind("channel", term.negated)
+    channel = resolve_channel(b.tx, term.operand)
+    # channel_id is NULL for direct messages: the IS NOT NULL keeps the negation true for them.
+    b.query.add("m.channel_id IS NOT NULL AND m.channel_id = ?", [channel.id], term.negated)
+    if not term.negated:
+        if b.query.channel_id is None:
+            b.query.channel_id = channel.id
+        b.history = readable_history(b.tx, b.user, channel)
+        recipient_id = recipients.get_recipient(b.tx, recipients.CHANNEL, channel.id)
+        if recipient_id is None:
+            b.query.empty = True
+        elif b.channel_recipient is None:
+            b.channel_recipient = recipient_id
+
+
+def _channels(b: _Builder, term: Term) -> None:
+    b.conversation_kind("channel", term.negated)
+    if term.operand not in ("public", "web-public"):
+        raise bad_narrow(f"unknown channels operand {term.operand}")
+    column = "NOT c.invite_only" if term.operand == "public" else "c.is_web_public"
+    b.query.add(f"m.channel_id IS NOT NULL AND m.channel_id IN (SELECT c.id FROM channels AS c WHERE {column})", [],
+                term.negated)  # fmt: skip
+    if not term.negated:
+        b.history = not b.user.is_guest
+
+
+def topic_operand(operand: str) -> str:
+    """The stored topic a topic operand names: the empty topic's display name means ""."""
     return "" if operand == EMPTY_TOPIC_DISPLAY_NAME else operand
 
 
-def _message_id(operand: Any) -> int:
-    text = str(operand)
-    if not text.isdigit() or int(text) > MAX_MESSAGE_ID:
-        raise ApiError("Invalid message ID")
-    return int(text)
+def _topic(b: _Builder, term: Term) -> None:
+    b.conversation_kind("channel", term.negated)
+    topic = topic_operand(term.operand)
+    b.query.add("m.channel_id IS NOT NULL AND m.topic = ? COLLATE NOCASE", [topic], term.negated)
+    if not term.negated and b.topic is None:
+        b.topic = topic
 
 
-def _add_term(tx: Tx, user: User, query: Query, term: Term) -> None:
-    """Add the filter of one term (the driving term's filter is redundant but harmless)."""
-    operator, operand, negated = term.operator, term.operand, term.negated
-    if operator in CHANNEL_OPERATORS:
-        query.add("m.channel_id = ?", [resolve_channel(tx, operand).id], negated)
-    elif operator in ("channels", "streams"):
-        if operand not in ("public", "web-public"):
-            raise bad_narrow(f"unknown channels operand {operand}")
-        column = "NOT c.invite_only" if operand == "public" else "c.is_web_public"
-        query.add(f"m.channel_id IN (SELECT c.id FROM channels AS c WHERE {column})", [], negated)
-    elif operator in ("topic", "subject"):
-        query.add("m.channel_id IS NOT NULL AND m.topic = ? COLLATE NOCASE", [_topic_operand(operand)], negated)
-    elif operator == "sender":
-        sender = resolve_user(tx, operand)
-        if sender is None:
-            raise bad_narrow(f"unknown user {operand}")
-        query.add("m.sender_id = ?", [sender.id], negated)
-    elif operator in DM_OPERATORS:
-        recipient_id = recipients.get_direct_message_group_recipient(tx, [user.id, *resolve_dm_users(tx, operand)])
-        query.add("m.recipient_id = ?", [recipient_id if recipient_id is not None else -1], negated)
-    elif operator in ("dm-including", "group-pm-with", "group_pm_with"):
-        _add_dm_including(tx, user, query, term)
-    elif operator == "is":
-        _add_is(user, query, term)
-    elif operator == "has":
-        _add_has(query, term)
-    elif operator == "in":
-        if operand not in ("home", "all"):
-            raise bad_narrow(f"unknown 'in' operand {operand}")
-        if operand == "home":
-            query.add(MUTED_SQL, [user.id] * 3, not negated)
-    elif operator == "id":
-        query.add("m.id = ?", [_message_id(operand)], negated)
-    elif operator == "mentions":
-        _add_mentions(tx, user, query, term)
-    elif operator == "search":
-        _add_search(query, term)
-    # near: accepted, no filtering; with: rewritten before the query is built.
+def _sender(b: _Builder, term: Term) -> None:
+    sender = _user_operand(b.tx, term.operand)
+    b.query.add("m.sender_id = ?", [sender.id], term.negated)
+    if not term.negated and b.sender_id is None:
+        b.sender_id = sender.id
 
 
-def _add_dm_including(tx: Tx, user: User, query: Query, term: Term) -> None:
-    other = resolve_user(tx, term.operand)
-    if other is None:
-        raise bad_narrow(f"unknown user {term.operand}")
-    minimum = 3 if term.operator != "dm-including" else 1
-    if term.operator == "dm-including" and other.id == user.id:
-        query.add("m.channel_id IS NULL", [], term.negated)
+def _dm(b: _Builder, term: Term) -> None:
+    b.conversation_kind("dm", term.negated)
+    others = resolve_dm_users(b.tx, term.operand)
+    # An empty list names no conversation (Zulip); a list holding only the user is the self-DM.
+    recipient_id = recipients.get_direct_message_group_recipient(b.tx, [b.user.id, *others]) if others else None
+    b.query.add("m.recipient_id = ?", [-1 if recipient_id is None else recipient_id], term.negated)
+    if not term.negated:
+        if recipient_id is None:
+            b.query.empty = True
+        elif b.dm_recipient is None:
+            b.dm_recipient = recipient_id
+
+
+def _dm_including(b: _Builder, term: Term) -> None:
+    b.conversation_kind("dm", term.negated)
+    other = _user_operand(b.tx, term.operand)
+    if term.operator == "dm-including" and other.id == b.user.id:
+        b.query.add("m.channel_id IS NULL", [], term.negated)
         return
-    query.add(
-        "m.channel_id IS NULL AND m.recipient_id IN (SELECT r.id FROM direct_message_group_members AS g"
-        " JOIN recipients AS r ON r.type = 3 AND r.type_id = g.group_id WHERE g.user_id = ?"
-        " AND (SELECT count(*) FROM direct_message_group_members AS n WHERE n.group_id = g.group_id) >= ?)",
-        [other.id, minimum],
-        term.negated,
-    )
+    # The user's own rows limit these to conversations with both; group-pm-with: three or more.
+    minimum = 1 if term.operator == "dm-including" else 3
+    b.query.add(CONVERSATIONS_WITH_SQL, [other.id, minimum], term.negated)
 
 
-def _add_is(user: User, query: Query, term: Term) -> None:
+def _is(b: _Builder, term: Term) -> None:
     operand = term.operand
+    if operand in ("dm", "private"):
+        b.conversation_kind("channel" if term.negated else "dm", False)
     if operand not in IS_OPERANDS:
         raise bad_narrow(f"unknown 'is' operand {operand}")
+    if operand != "resolved":
+        b.query.history_allowed = False
     if operand in IS_FLAG_CONDITIONS:
-        # History rows have no user_messages row: they are read and carry no other flag.
-        condition = IS_FLAG_CONDITIONS[operand][0]
-        if operand in ("dm", "private"):
-            condition = "m.channel_id IS NULL"
-        query.add(condition if operand != "unread" else f"um.flags IS NOT NULL AND {condition}", [], term.negated)
+        b.query.add(IS_FLAG_CONDITIONS[operand][0], [], term.negated)
+        if not term.negated and not b.flag:
+            b.flag = operand
     elif operand == "resolved":
-        query.add("substr(m.topic, 1, 2) = ?", [RESOLVED_PREFIX], term.negated)
+        b.query.add("substr(m.topic, 1, 2) = ?", [RESOLVED_PREFIX], term.negated)
     elif operand == "followed":
-        query.add(
-            "EXISTS (SELECT 1 FROM user_topics AS ut WHERE ut.user_id = ? AND ut.channel_id = m.channel_id"
-            " AND ut.topic = m.topic AND ut.visibility_policy = 3)",
-            [user.id],
-            term.negated,
-        )
+        b.query.add(FOLLOWED_SQL, [b.user.id], term.negated)
     else:
-        query.add(MUTED_SQL, [user.id] * 3, term.negated)
+        b.query.add(MUTED_SQL, [b.user.id] * 3, term.negated)
 
 
-def _add_has(query: Query, term: Term) -> None:
+def _has(b: _Builder, term: Term) -> None:
     if term.operand not in HAS_OPERANDS:
         raise bad_narrow(f"unknown 'has' operand {term.operand}")
     if term.operand == "reaction":
-        query.add("EXISTS (SELECT 1 FROM reactions AS r WHERE r.message_id = m.id)", [], term.negated)
+        b.query.add("EXISTS (SELECT 1 FROM reactions AS r WHERE r.message_id = m.id)", [], term.negated)
     else:
-        query.add(f"m.has_{term.operand}", [], term.negated)
+        b.query.add(f"m.has_{term.operand}", [], term.negated)
 
 
-def _add_mentions(tx: Tx, user: User, query: Query, term: Term) -> None:
-    target = resolve_user(tx, term.operand)
-    if target is None:
-        raise bad_narrow(f"unknown user {term.operand}")
-    query.add(
-        "EXISTS (SELECT 1 FROM user_messages AS x WHERE x.user_id = ? AND x.message_id = m.id AND (x.flags & 8) != 0)",
-        [target.id],
-        term.negated,
-    )
+def _in(b: _Builder, term: Term) -> None:
+    if term.operand not in ("home", "all"):
+        raise bad_narrow(f"unknown 'in' operand {term.operand}")
+    if term.operand == "home":  # in:all selects everything, negated or not (as in Zulip)
+        b.query.add(MUTED_SQL, [b.user.id] * 3, not term.negated)
 
 
-_PHRASE = re.compile(r'"([^"]+)"|(\S+)')
+def _id(b: _Builder, term: Term) -> None:
+    text = str(term.operand)
+    if not text.isdigit() or int(text) > MAX_MESSAGE_ID:
+        raise bad_narrow("Invalid message ID")
+    b.query.add("m.id = ?", [int(text)], term.negated)
+    if not term.negated and b.message_id is None:
+        b.message_id = int(text)
 
 
-def search_terms(operand: str) -> list[str]:
-    """Split a search operand into words and "quoted phrases"."""
-    return [phrase or word for phrase, word in _PHRASE.findall(operand) if (phrase or word).strip('"')]
+def _mentions(b: _Builder, term: Term) -> None:
+    target = _user_operand(b.tx, term.operand)
+    b.query.add(MENTIONS_SQL, [str(target.id)], term.negated)
 
 
-def fts_query(terms: list[str]) -> str:
-    """An FTS5 query matching every term (each quoted, so user text is never FTS syntax)."""
-    return " ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
-def _add_search(query: Query, term: Term) -> None:
+def _search(b: _Builder, term: Term) -> None:
     words = search_terms(term.operand)
-    if not words:
-        raise ApiError("operand cannot be blank.")
-    query.add("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)", [fts_query(words)], term.negated)
+    if not words:  # only quotes: nothing to look for
+        b.query.add("0", [], term.negated)
+        if not term.negated:
+            b.query.empty = True
+        return
+    b.query.add("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)", [fts_query(words)],
+                term.negated)  # fmt: skip
     if not term.negated:
-        query.search_terms.extend(words)
+        b.query.search_terms.extend(words)
+
+
+def _no_filter(b: _Builder, term: Term) -> None:
+    """near only moves the client's anchor; with is rewritten beforehand (message_fetch.rewrite_with)."""
+
+
+_HANDLERS = {
+    **dict.fromkeys(CHANNEL_OPERATORS, _channel),
+    **dict.fromkeys(CHANNELS_OPERATORS, _channels),
+    **dict.fromkeys(DM_OPERATORS, _dm),
+    **dict.fromkeys(GROUP_DM_OPERATORS | {"dm-including"}, _dm_including),
+    "topic": _topic, "sender": _sender, "is": _is, "has": _has, "in": _in, "id": _id,
+    "mentions": _mentions, "search": _search, "near": _no_filter, "with": _no_filter,
+}  # fmt: skip
 
 
 # -- running it --------------------------------------------------------------------------------
 
 DRIVER_WHERE = {
-    "recipient": ("m.recipient_id = ?", "m.id"),
-    "topic": ("m.recipient_id = ? AND m.topic = ? COLLATE NOCASE", "m.id"),
-    "sender": ("m.sender_id = ?", "m.id"),
-    "id": ("m.id = ?", "m.id"),
-    "all": ("1", "m.id"),
+    "recipient": "m.recipient_id = ?",
+    "topic": "m.recipient_id = ? AND m.topic = ? COLLATE NOCASE",
+    "sender": "m.sender_id = ?",
+    "id": "m.id = ?",
+    "ids": "m.id IN (SELECT value FROM json_each(?))",
+    "all": "1",
 }
 
 
 def select_sql(query: Query, comparison: str, descending: bool, limit: int | None) -> tuple[str, list[Any]]:
     """Return SQL and parameters selecting (id, flags) of matching messages on one side of an anchor.
 
-    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "IN (...)".
+    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?".
     """
-    params: list[Any] = []
+    params: list[Any] = [query.user_id]
     if query.driver in ("um", "flag"):
         order_column = "um.message_id"
         # Without statistics SQLite prefers the primary key to an equally keyed partial index.
@@ -427,13 +470,11 @@ def select_sql(query: Query, comparison: str, descending: bool, limit: int | Non
         indexed = f" INDEXED BY {index}" if index else ""
         source = f"user_messages AS um{indexed} CROSS JOIN messages AS m ON m.id = um.message_id"
         where = ["um.user_id = ?"] + ([condition] if condition else [])
-        params.append(query.user_id)
     else:
-        condition, order_column = DRIVER_WHERE[query.driver]
+        order_column = "m.id"
         join = "LEFT JOIN" if query.history else "CROSS JOIN"
         source = f"messages AS m {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
-        params.append(query.user_id)
-        where = [condition]
+        where = [DRIVER_WHERE[query.driver]]
         params.extend(query.driver_params)
     where.extend(f"({f})" for f in query.filters)
     params.extend(query.params)
@@ -454,35 +495,3 @@ def find_ids(
         return []
     sql, params = select_sql(query, comparison, descending, limit)
     return [(row[0], row[1]) for row in tx.execute(sql, params + values)]
-
-
-def anchor_for_date(tx: Tx, query: Query, value: str | None) -> int | None:
-    """Return the first matching message sent on or after the date, or None if there is none."""
-    if not value:
-        raise ApiError("Missing 'anchor_date' argument")
-    try:
-        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ApiError("Invalid anchor_date") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    first = tx.value(
-        "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1", (int(moment.timestamp()),)
-    )
-    if first is None:
-        return None
-    found = find_ids(tx, query, ">= ?", [first], False, 1)
-    return found[0][0] if found else None
-
-
-def first_unread(tx: Tx, query: Query) -> int | None:
-    """Return the oldest unread message matching the query (muted ones skipped unless DM-only)."""
-    unread = Query(**{f: getattr(query, f) for f in query.__struct_fields__})
-    unread.filters = list(query.filters) + ["um.flags IS NOT NULL AND (um.flags & 1) = 0"]
-    unread.params = list(query.params)
-    if query.driver == "um":
-        unread.driver, unread.flag_condition = "flag", "unread"
-    if not query.dm_only:
-        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
-    found = find_ids(tx, unread, ">= ?", [0], False, 1)
-    return found[0][0] if found else None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from storage import message_fetch, recipients, users
 from storage import realm as realm_storage
-from storage import recipients, users
 from storage.channels import ChannelOptions, create_channel
 from storage.db import Database
 from storage.narrow import Term, build_query, select_sql
@@ -22,20 +23,26 @@ def setup(tmp_path_factory):
         realm_storage.create_realm(tx, "Org", "http://x", "x.example")
         alice = users.create_user(tx, "alice@x.example", "Alice", None)
         bob = users.create_user(tx, "bob@x.example", "Bob", None)
-        channel = create_channel(tx, alice, "general", ChannelOptions(), True)
-        tx.execute("INSERT INTO subscriptions (user_id, channel_id, color) VALUES (?, ?, '#fff')", (alice.id, channel.id))
-        recipients.get_or_create_recipient(tx, recipients.CHANNEL, channel.id)
+        general = create_channel(tx, alice, "general", ChannelOptions(), True)
+        protected = create_channel(tx, alice, "protected", ChannelOptions(invite_only=True), True)
+        for channel in (general, protected):
+            tx.execute(
+                "INSERT INTO subscriptions (user_id, channel_id, color) VALUES (?, ?, '#fff')", (alice.id, channel.id)
+            )
+            recipients.get_or_create_recipient(tx, recipients.CHANNEL, channel.id)
         recipients.get_or_create_direct_message_group(tx, [alice.id, bob.id])
-        return alice, bob, channel
+        return alice, bob
 
-    alice, bob, channel = db.write(create)
-    yield db, alice, bob, channel
+    alice, bob = db.write(create)
+    yield db, {"alice": alice, "bob": bob}
     db.close()
 
 
-def plan(db, user, terms, comparison="<= ?", descending=True):
+def plan(db, user, terms, comparison="<= ?", descending=True, transform=None):
     def explain(tx):
         query = build_query(tx, user, terms)
+        if transform is not None:
+            query = transform(query)
         sql, params = select_sql(query, comparison, descending, 100)
         rows = tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**9])
         return [row["detail"] for row in rows]
@@ -49,29 +56,86 @@ def assert_scan(details, driving, index):
     assert details[0].startswith(f"SEARCH {driving} USING") and index in details[0], text
 
 
+def unread(query):
+    return message_fetch.unread_query(query)
+
+
+def message_ids(query):
+    return message_fetch.ids_query(query, [1, 5, 9])
+
+
+# name: (viewer, terms, driving table, index, transform)
 CASES = {
-    "no narrow": ([], "um", "PRIMARY KEY"),
-    "channel": ([Term("channel", "general")], "m", "messages_by_recipient"),
-    "channel + topic": ([Term("channel", "general"), Term("topic", "greetings")], "m", "messages_by_topic"),
-    "sender": ([Term("sender", "bob@x.example")], "m", "messages_by_sender"),
-    "dm": ([Term("dm", "bob@x.example")], "m", "messages_by_recipient"),
-    "is:starred": ([Term("is", "starred")], "um", "user_messages_starred"),
-    "is:mentioned": ([Term("is", "mentioned")], "um", "user_messages_mentioned"),
-    "is:unread": ([Term("is", "unread")], "um", "user_messages_unread"),
-    "is:alerted": ([Term("is", "alerted")], "um", "user_messages_alerted"),
-    "is:dm": ([Term("is", "dm")], "um", "user_messages_private"),
-    "id": ([Term("id", "5")], "m", "INTEGER PRIMARY KEY"),
-    "search": ([Term("search", "hello")], "um", "PRIMARY KEY"),
-    "has:link, negated topic": ([Term("has", "link"), Term("topic", "x", negated=True)], "um", "PRIMARY KEY"),
-    "channel + is:starred": ([Term("channel", "general"), Term("is", "starred")], "m", "messages_by_recipient"),
-    "channels:public": ([Term("channels", "public")], "m", "INTEGER PRIMARY KEY"),
-}
+    "no narrow": ("alice", [], "um", "PRIMARY KEY", None),
+    "no narrow, hidden channels": ("bob", [], "um", "PRIMARY KEY", None),
+    "channel (history)": ("alice", [Term("channel", "general")], "m", "messages_by_recipient", None),
+    "channel, unsubscribed (history)": ("bob", [Term("channel", "general")], "m", "messages_by_recipient", None),
+    "channel, protected history": ("alice", [Term("channel", "protected")], "m", "messages_by_recipient", None),
+    "channel + topic": ("alice", [Term("channel", "general"), Term("topic", "greetings")], "m", "messages_by_topic",
+                        None),
+    "protected channel + topic": ("alice", [Term("channel", "protected"), Term("topic", "x")], "m",
+                                  "messages_by_topic", None),
+    "sender": ("alice", [Term("sender", "bob@x.example")], "m", "messages_by_sender", None),
+    "channels:public (history)": ("alice", [Term("channels", "public")], "m", "INTEGER PRIMARY KEY", None),
+    "channels:public + sender (history)": ("alice", [Term("channels", "public"), Term("sender", "bob@x.example")],
+                                           "m", "messages_by_sender", None),
+    "dm": ("alice", [Term("dm", "bob@x.example")], "m", "messages_by_recipient", None),
+    "dm by ids": ("bob", [Term("dm", [1])], "m", "messages_by_recipient", None),
+    "dm-including": ("alice", [Term("dm-including", "bob@x.example")], "um", "PRIMARY KEY", None),
+    "group-pm-with": ("alice", [Term("group-pm-with", "bob@x.example")], "um", "PRIMARY KEY", None),
+    "is:starred": ("alice", [Term("is", "starred")], "um", "user_messages_starred", None),
+    "is:mentioned": ("alice", [Term("is", "mentioned")], "um", "user_messages_mentioned", None),
+    "is:unread": ("alice", [Term("is", "unread")], "um", "user_messages_unread", None),
+    "is:alerted": ("alice", [Term("is", "alerted")], "um", "user_messages_alerted", None),
+    "is:dm": ("alice", [Term("is", "dm")], "um", "user_messages_private", None),
+    "is:followed": ("alice", [Term("is", "followed")], "um", "PRIMARY KEY", None),
+    "is:muted": ("alice", [Term("is", "muted")], "um", "PRIMARY KEY", None),
+    "in:home": ("alice", [Term("in", "home")], "um", "PRIMARY KEY", None),
+    "has:reaction": ("alice", [Term("has", "reaction")], "um", "PRIMARY KEY", None),
+    "mentions": ("alice", [Term("mentions", "bob@x.example")], "um", "PRIMARY KEY", None),
+    "id": ("alice", [Term("id", "5")], "m", "INTEGER PRIMARY KEY", None),
+    "id in a channel (history)": ("alice", [Term("channel", "general"), Term("id", 5)], "m", "INTEGER PRIMARY KEY",
+                                  None),
+    "search": ("alice", [Term("search", "hello")], "um", "PRIMARY KEY", None),
+    "search in a channel (history)": ("bob", [Term("channel", "general"), Term("search", "hello world")], "m",
+                                      "messages_by_recipient", None),
+    "has:link, negated topic": ("alice", [Term("has", "link"), Term("topic", "x", negated=True)], "um",
+                                "PRIMARY KEY", None),
+    "channel + is:starred": ("alice", [Term("channel", "general"), Term("is", "starred")], "m",
+                             "messages_by_recipient", None),
+    "first_unread": ("alice", [], "um", "user_messages_unread", unread),
+    "first_unread, hidden channels": ("bob", [], "um", "user_messages_unread", unread),
+    "first_unread in a channel": ("alice", [Term("channel", "general")], "um", "user_messages_unread", unread),
+    "first_unread in a topic": ("alice", [Term("channel", "general"), Term("topic", "t")], "um",
+                                "user_messages_unread", unread),
+    "first_unread in a conversation": ("alice", [Term("dm", "bob@x.example")], "um", "user_messages_unread", unread),
+    "first_unread, starred": ("alice", [Term("is", "starred")], "um", "user_messages_unread", unread),
+    "message_ids": ("alice", [], "m", "INTEGER PRIMARY KEY", message_ids),
+    "message_ids, hidden channels": ("bob", [], "m", "INTEGER PRIMARY KEY", message_ids),
+    "message_ids + is:starred": ("alice", [Term("is", "starred")], "m", "INTEGER PRIMARY KEY", message_ids),
+    "message_ids in a channel": ("alice", [Term("channel", "general")], "m", "INTEGER PRIMARY KEY", message_ids),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("descending", [True, False])
 def test_plan_is_one_ordered_range_scan(setup, name, descending):
-    db, alice, _, _ = setup
-    terms, driving, index = CASES[name]
-    details = plan(db, alice, terms, "<= ?" if descending else ">= ?", descending)
+    db, people = setup
+    viewer, terms, driving, index, transform = CASES[name]
+    details = plan(db, people[viewer], terms, "<= ?" if descending else ">= ?", descending, transform)
     assert_scan(details, driving, index)
+
+
+def test_bob_has_hidden_channels(setup):
+    """The cases for bob exercise the hidden-channel filter (a private channel he is not in)."""
+    db, people = setup
+    query = db.read(build_query, people["bob"], [])
+    assert any("json_each" in f for f in query.filters), query.filters
+    assert json.dumps([2]) in query.params
+
+
+def test_anchor_date_is_one_index_search(setup):
+    db, _ = setup
+    details = [row["detail"] for row in db.read(lambda tx: tx.all("EXPLAIN QUERY PLAN " + message_fetch.FIRST_SINCE_SQL,
+                                                                  (1,)))]  # fmt: skip
+    assert len(details) == 1 and "messages_by_date" in details[0] and "TEMP B-TREE" not in details[0], details
