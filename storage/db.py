@@ -73,7 +73,18 @@ def connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
+    conn.create_collation("TOPIC", compare_topics)
     return conn
+
+
+def compare_topics(a: str, b: str) -> int:
+    """The TOPIC collation: topics are equal regardless of case, Unicode included ("Über" = "über").
+
+    SQLite's NOCASE folds ASCII letters only. Every connection registers this collation, so the
+    messages_by_topic index and topic comparisons work for any script a topic is written in.
+    """
+    a, b = a.casefold(), b.casefold()
+    return (a > b) - (a < b)
 
 
 def migration_scripts() -> list[tuple[int, str, str]]:

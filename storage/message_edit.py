@@ -30,7 +30,7 @@ from storage.message_delete import content_access_ids, delete_event, message_cha
 from storage.message_objects import MESSAGE_COLUMNS, message_objects
 from storage.message_render import render_message
 from storage.messages import Destination, check_content, user_flags
-from storage.topics import RESOLVED_PREFIX, check_topic_allowed, normalize_topic, topic_exists, topic_spellings
+from storage.topics import RESOLVED_PREFIX, check_topic_allowed, normalize_topic, topic_exists
 from storage.users import User
 
 PROPAGATE_MODES = ("change_one", "change_later", "change_all")
@@ -272,16 +272,11 @@ def ids_to_move(tx: Tx, actor: User, edit: Edit) -> list[int]:
     if edit.propagate_mode == "change_one":
         return [message_id]
     floor = message_id if edit.propagate_mode == "change_later" else 0
-    # Topics compare case-insensitively, beyond ASCII too: one range of messages_by_topic per spelling.
-    found: set[int] = set()
-    for spelling in topic_spellings(tx, edit.row["recipient_id"], edit.orig_topic):
-        found.update(
-            tx.column(
-                "SELECT id FROM messages WHERE recipient_id = ? AND topic = ? COLLATE NOCASE AND id >= ?",
-                (edit.row["recipient_id"], spelling, floor),
-            )
-        )
-    ids = sorted(found)
+    # Topics compare case-insensitively, beyond ASCII too (the TOPIC collation): one index range.
+    ids = tx.column(
+        "SELECT id FROM messages WHERE recipient_id = ? AND topic = ? COLLATE TOPIC AND id >= ? ORDER BY id",
+        (edit.row["recipient_id"], edit.orig_topic, floor),
+    )
     channel = edit.orig_channel
     assert channel is not None
     if edit.stream_edited and not (channel.history_public_to_subscribers and has_content_access(tx, actor, channel)):

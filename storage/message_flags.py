@@ -39,7 +39,7 @@ UNREAD_ROWS = (
     " CROSS JOIN messages AS m ON m.id = um.message_id WHERE um.user_id = ? AND (um.flags & 1) = 0"
 )
 CHANNEL_UNREAD = UNREAD_ROWS + " AND m.recipient_id = ? ORDER BY um.message_id"
-TOPIC_UNREAD = UNREAD_ROWS + " AND m.recipient_id = ? AND m.topic = ? COLLATE NOCASE ORDER BY um.message_id"
+TOPIC_UNREAD = UNREAD_ROWS + " AND m.recipient_id = ? AND m.topic = ? COLLATE TOPIC ORDER BY um.message_id"
 # Mark everything read: an UPDATE served by the same partial index.
 MARK_ALL_READ = (
     "UPDATE user_messages INDEXED BY user_messages_unread SET flags = flags | 1 WHERE user_id = ? AND (flags & 1) = 0"
@@ -47,7 +47,7 @@ MARK_ALL_READ = (
 # Whether the user received any message in a topic (case-insensitive), by messages_by_topic.
 USER_HAS_TOPIC = (
     "SELECT 1 FROM messages AS m CROSS JOIN user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
-    " WHERE m.recipient_id = ? AND m.topic = ? COLLATE NOCASE LIMIT 1"
+    " WHERE m.recipient_id = ? AND m.topic = ? COLLATE TOPIC LIMIT 1"
 )
 
 

@@ -332,7 +332,7 @@ def topic_operand(operand: str) -> str:
 def _topic(b: _Builder, term: Term) -> None:
     b.conversation_kind("channel", term.negated)
     topic = topic_operand(term.operand)
-    b.query.add("m.channel_id IS NOT NULL AND m.topic = ? COLLATE NOCASE", [topic], term.negated)
+    b.query.add("m.channel_id IS NOT NULL AND m.topic = ? COLLATE TOPIC", [topic], term.negated)
     if not term.negated and b.topic is None:
         b.topic = topic
 
@@ -449,7 +449,7 @@ _HANDLERS = {
 
 DRIVER_WHERE = {
     "recipient": "m.recipient_id = ?",
-    "topic": "m.recipient_id = ? AND m.topic = ? COLLATE NOCASE",
+    "topic": "m.recipient_id = ? AND m.topic = ? COLLATE TOPIC",
     "sender": "m.sender_id = ?",
     "id": "m.id = ?",
     "ids": "m.id IN (SELECT value FROM json_each(?))",

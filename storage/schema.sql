@@ -244,7 +244,7 @@ CREATE TABLE user_messages (
 CREATE TABLE user_topics (
     user_id INTEGER NOT NULL REFERENCES users (id),
     channel_id INTEGER NOT NULL REFERENCES channels (id),
-    topic TEXT NOT NULL COLLATE NOCASE,
+    topic TEXT NOT NULL COLLATE TOPIC,
     visibility_policy INTEGER NOT NULL,
     last_updated INTEGER NOT NULL,
     PRIMARY KEY (user_id, channel_id, topic)
@@ -283,7 +283,7 @@ CREATE INDEX messages_by_recipient ON messages (recipient_id, id);
 
 CREATE INDEX messages_by_sender ON messages (sender_id, id);
 
-CREATE INDEX messages_by_topic ON messages (recipient_id, topic COLLATE NOCASE, id);
+CREATE INDEX messages_by_topic ON messages (recipient_id, topic COLLATE TOPIC, id);
 
 CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
     INSERT INTO messages_fts (messages_fts, rowid, topic, content) VALUES ('delete', old.id, old.topic, old.content);

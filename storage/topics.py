@@ -42,7 +42,7 @@ def topic_exists(tx: Tx, recipient_id: int | None, topic: str) -> bool:
     """Return whether the channel (by recipient) has a message in this topic, case-insensitively."""
     if recipient_id is None:
         return False
-    query = "SELECT 1 FROM messages WHERE recipient_id = ? AND topic = ? COLLATE NOCASE LIMIT 1"
+    query = "SELECT 1 FROM messages WHERE recipient_id = ? AND topic = ? COLLATE TOPIC LIMIT 1"
     return tx.one(query, (recipient_id, topic)) is not None
 
 

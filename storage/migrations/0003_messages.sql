@@ -44,8 +44,9 @@ CREATE TABLE messages (
 );
 -- Channel and direct-message narrows: recipient_id = ? AND id <op> anchor ORDER BY id.
 CREATE INDEX messages_by_recipient ON messages (recipient_id, id);
--- Channel + topic narrows (topics compare case-insensitively): recipient_id = ? AND topic = ?.
-CREATE INDEX messages_by_topic ON messages (recipient_id, topic COLLATE NOCASE, id);
+-- Channel + topic narrows (topics compare case-insensitively, storage/db.py's TOPIC collation):
+-- recipient_id = ? AND topic = ? COLLATE TOPIC.
+CREATE INDEX messages_by_topic ON messages (recipient_id, topic COLLATE TOPIC, id);
 -- sender narrows: sender_id = ? AND id <op> anchor ORDER BY id.
 CREATE INDEX messages_by_sender ON messages (sender_id, id);
 -- anchor=date: the first message sent on or after a moment.
@@ -109,7 +110,7 @@ END;
 CREATE TABLE user_topics (
     user_id INTEGER NOT NULL REFERENCES users (id),
     channel_id INTEGER NOT NULL REFERENCES channels (id),
-    topic TEXT NOT NULL COLLATE NOCASE,
+    topic TEXT NOT NULL COLLATE TOPIC,
     visibility_policy INTEGER NOT NULL,
     last_updated INTEGER NOT NULL,
     PRIMARY KEY (user_id, channel_id, topic)

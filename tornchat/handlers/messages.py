@@ -20,12 +20,13 @@ class SendMessage(msgspec.Struct, kw_only=True):
     content: str
     topic: str | None = None
     read_by_sender: bool | None = None
-    # Accepted for the sender's event queue (local echo); delivered with the message event.
+    # The sender's event queue gets `local_message_id` = local_id with the message event (local echo).
     queue_id: str | None = None
     local_id: str | None = None
 
 
 class GetMessages(msgspec.Struct, kw_only=True):
+    # None: not sent. message_ids rules out every range parameter, even sent with its default value.
     anchor: str | None = None
     anchor_date: str | None = None
     include_anchor: bool | None = None
@@ -33,7 +34,7 @@ class GetMessages(msgspec.Struct, kw_only=True):
     num_after: NonNegative | None = None
     narrow: Any = None
     message_ids: list[NonNegative] | None = None
-    use_first_unread_anchor: bool = False
+    use_first_unread_anchor: bool | None = None
     apply_markdown: bool = True
     client_gravatar: bool = True
     allow_empty_topic_name: bool = False
@@ -58,7 +59,7 @@ class MessagesHandler(BaseHandler):
         p = self.parse(SEND_MESSAGE)
         request = SendRequest(
             type=p.type, to=decode_to(p.to), content=p.content, topic=p.topic,
-            read_by_sender=p.read_by_sender, client=self.client_name(),
+            read_by_sender=p.read_by_sender, client=self.client_name(), queue_id=p.queue_id, local_id=p.local_id,
         )  # fmt: skip
         message_id = self.server.db.write(send_message, self.user, request)
         self.respond({"id": message_id})
