@@ -5,27 +5,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from storage import groups, subscriptions, users
+from storage import drafts, groups, saved_snippets, scheduled_messages, subscriptions, users
 from storage import realm as realm_storage
 from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
 from storage.db import Tx
 from storage.flags import ANY_MENTION
 from storage.realm import Realm
+from storage.topics import display_topic
 
 # Unread messages beyond this many are left out of unread_msgs (old_unreads_missing is set).
 MAX_UNREAD_MESSAGES = 50_000
 LONGPOLL_TIMEOUT_SECONDS = 90
+MAX_BULK_NEW_SUBSCRIPTION_MESSAGES = 1000
 
 
 def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
     """The realm's limits and settings, included in every registration."""
     row = tx.one("SELECT * FROM realm")
+    assert row is not None
     state: dict[str, Any] = {
         "max_message_length": realm_storage.MAX_MESSAGE_LENGTH,
         "max_topic_length": realm_storage.MAX_TOPIC_LENGTH,
         "max_stream_name_length": realm_storage.MAX_STREAM_NAME_LENGTH,
         "max_stream_description_length": realm_storage.MAX_STREAM_DESCRIPTION_LENGTH,
         "realm_empty_topic_display_name": realm_storage.EMPTY_TOPIC_DISPLAY_NAME,
+        "max_bulk_new_subscription_messages": MAX_BULK_NEW_SUBSCRIPTION_MESSAGES,
         "event_queue_longpoll_timeout_seconds": LONGPOLL_TIMEOUT_SECONDS,
         "server_generation": server_generation,
         "realm_name": realm.name,
@@ -43,14 +47,20 @@ def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
     return state
 
 
-def unread_msgs(tx: Tx, user_id: int) -> dict[str, Any]:
+# Unread messages newest first, as the user_messages_unread index serves them. Like Zulip, unread
+# messages of channels the user has left are not counted: clients could not show them.
+UNREAD_SQL = (
+    "SELECT um.message_id, um.flags, m.channel_id, m.topic, m.recipient_id, m.sender_id"
+    " FROM user_messages AS um INDEXED BY user_messages_unread CROSS JOIN messages AS m ON m.id = um.message_id"
+    " WHERE um.user_id = ? AND (um.flags & 1) = 0 AND (m.channel_id IS NULL OR EXISTS (SELECT 1 FROM subscriptions"
+    " AS s WHERE s.user_id = um.user_id AND s.channel_id = m.channel_id AND s.active))"
+    " ORDER BY um.message_id DESC LIMIT ?"
+)
+
+
+def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[str, Any]:
     """The user's unread messages grouped as clients show them (channel topics, DMs, mentions)."""
-    rows = tx.all(
-        "SELECT um.message_id, um.flags, m.channel_id, m.topic, m.recipient_id, m.sender_id"
-        " FROM user_messages AS um INDEXED BY user_messages_unread CROSS JOIN messages AS m ON m.id = um.message_id"
-        " WHERE um.user_id = ? AND (um.flags & 1) = 0 ORDER BY um.message_id DESC LIMIT ?",
-        (user_id, MAX_UNREAD_MESSAGES + 1),
-    )
+    rows = tx.all(UNREAD_SQL, (user_id, MAX_UNREAD_MESSAGES + 1))
     missing = len(rows) > MAX_UNREAD_MESSAGES
     rows = sorted(rows[:MAX_UNREAD_MESSAGES], key=lambda r: r["message_id"])
     members = _conversation_members(tx, {r["recipient_id"] for r in rows if r["channel_id"] is None})
@@ -59,7 +69,8 @@ def unread_msgs(tx: Tx, user_id: int) -> dict[str, Any]:
     huddles: dict[str, list[int]] = {}
     for row in rows:
         if row["channel_id"] is not None:
-            streams.setdefault((row["channel_id"], row["topic"]), []).append(row["message_id"])
+            topic = display_topic(row["topic"], empty_topic_name)
+            streams.setdefault((row["channel_id"], topic), []).append(row["message_id"])
             continue
         people = members[row["recipient_id"]]
         if len(people) > 2:
@@ -94,7 +105,8 @@ def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> di
     subscribed = subscriptions.list_subscriptions(tx, user, include_subscribers)
     joined = {s["stream_id"] for s in subscribed}
     left = set(tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ? AND NOT active", (user.id,)))
-    unsubscribed, never = [], []
+    unsubscribed: list[dict[str, Any]] = []
+    never: list[dict[str, Any]] = []
     for channel_id in tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name"):
         channel = get_channel_by_id(tx, channel_id)
         assert channel is not None
@@ -120,7 +132,7 @@ def fetch_initial_state(
         state["max_message_id"] = tx.value("SELECT coalesce(max(message_id), -1) FROM user_messages WHERE user_id = ?",
                                            (user.id,))  # fmt: skip
     if want("update_message_flags") or want("message"):
-        state["unread_msgs"] = unread_msgs(tx, user.id)
+        state["unread_msgs"] = unread_msgs(tx, user.id, options.get("empty_topic_name", False))
     if want("subscription"):
         state.update(subscription_state(tx, user, options["include_subscribers"]))
     if want("realm_user"):
@@ -132,12 +144,9 @@ def fetch_initial_state(
     if want("realm_linkifiers"):
         state["realm_linkifiers"] = []  # linkifiers cannot be created yet
     if want("scheduled_messages"):
-        state["scheduled_messages"] = []  # scheduled messages cannot be created yet
-    for kind, build in EXTRA_STATE.items():
-        if want(kind):
-            state.update(build(tx, user))
+        state["scheduled_messages"] = scheduled_messages.list_scheduled_messages(tx, user)
+    if want("drafts"):
+        state.update(drafts.drafts_state(tx, user))
+    if want("saved_snippets"):
+        state.update(saved_snippets.saved_snippets_state(tx, user))
     return state
-
-
-# State of event types whose storage lives in other modules (drafts, snippets): kind -> builder.
-EXTRA_STATE: dict[str, Any] = {}

@@ -76,6 +76,7 @@ class Server:
         self.generation = int(clock())
         self._timers: list[tornado.ioloop.PeriodicCallback] = []
         self.scheduler: Scheduler | None = None
+        self.shut_down = False
 
     @property
     def queues_path(self) -> str:
@@ -87,13 +88,16 @@ class Server:
         The scheduler delivers what fell due while the server was down (or fails what is too
         late) right away, then re-arms whenever a scheduled message is added, edited or removed.
         """
-        collector = tornado.ioloop.PeriodicCallback(self.queues.collect_garbage, QUEUE_GC_SECONDS * 1000)
+        collector = tornado.ioloop.PeriodicCallback(self._collect_queues, QUEUE_GC_SECONDS * 1000)
         collector.start()
         self._timers.append(collector)
         loop = tornado.ioloop.IOLoop.current()
         self.scheduler = Scheduler(self.db, self.clock, lambda delay, fn: loop.call_later(delay, fn))
         self.events.subscribe(self._rearm_scheduler)
         self.scheduler.run()
+
+    def _collect_queues(self) -> None:
+        self.queues.collect_garbage()
 
     def _rearm_scheduler(self, event: dict[str, Any], user_ids: list[int]) -> None:
         if event["type"] == "scheduled_messages" and self.scheduler is not None:
@@ -107,6 +111,7 @@ class Server:
             self.scheduler.cancel()
         self.queues.answer_all()
         self.queues.save(self.queues_path)
+        self.shut_down = True
 
     def note_active(self, user_id: int) -> None:
         """Record activity, writing at most once per LAST_ACTIVE_RESOLUTION per user."""
@@ -116,6 +121,9 @@ class Server:
             self.db.write(users.touch_last_active, user_id)
 
     def close(self) -> None:
+        # Save again: events published while answered long-polls drained are kept too.
+        if self.shut_down:
+            self.queues.save(self.queues_path)
         self.db.close()
 
 

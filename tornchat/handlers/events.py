@@ -3,34 +3,44 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from storage.errors import ApiError
-from storage.narrow import KNOWN_OPERATORS
+from storage.errors import ApiError, missing_argument
 from storage.register import fetch_initial_state
+from storage.users import User
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler
-from tornchat.event_queues import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue
+from tornchat.event_queues import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue, bad_queue
 from tornchat.params import Params
 
+# Operators an event queue's narrow can filter on (Zulip's, plus direct-message conversations).
+NARROW_OPERATORS = {"channel", "stream", "topic", "sender", "is", "dm", "pm-with", "pm_with"}
+INCLUDE_SUBSCRIBERS = {"true", "false", "partial"}
 
-class Register(msgspec.Struct, kw_only=True):
+
+class QueueOptions(msgspec.Struct, kw_only=True):
+    """How a queue wants its events; POST /register and GET /events (dont_block, no queue) take them."""
+
     apply_markdown: bool = False
     client_gravatar: bool = True
     event_types: list[str] | None = None
-    fetch_event_types: list[str] | None = None
     narrow: list[list[str]] = []
     all_public_streams: bool = False
-    include_subscribers: Literal["true", "false", "partial"] | bool = False
     client_capabilities: dict[str, Any] | None = None
     queue_lifespan_secs: int = 0
+
+
+class Register(QueueOptions, kw_only=True):
+    fetch_event_types: list[str] | None = None
+    # "true", "false" or "partial", sent verbatim or JSON-encoded depending on the client.
+    include_subscribers: str = "false"
     slim_presence: bool = False
     presence_history_limit_days: int | None = None
 
 
-class GetEvents(msgspec.Struct, kw_only=True):
+class GetEvents(QueueOptions, kw_only=True):
     queue_id: str | None = None
     last_event_id: int | None = None
     dont_block: bool = False
@@ -49,36 +59,54 @@ def check_narrow(narrow: list[list[str]]) -> None:
     for index, pair in enumerate(narrow):
         if len(pair) != 2:
             raise ApiError(f"Invalid narrow[{index}]: Value error, element is not a string pair")
-        if pair[0] not in KNOWN_OPERATORS:
-            raise ApiError(f"Invalid narrow operator: unknown operator {pair[0]}", "BAD_NARROW",
-                           data={"desc": f"unknown operator {pair[0]}"})  # fmt: skip
+        if pair[0] not in NARROW_OPERATORS:
+            raise ApiError(f"Operator {pair[0]} not supported.")
+
+
+def include_subscribers(value: str) -> str:
+    value = value.strip('"')
+    if value not in INCLUDE_SUBSCRIBERS:
+        raise ApiError("Invalid include_subscribers")
+    return value
+
+
+def queue_options(p: QueueOptions, user: User) -> dict[str, Any]:
+    """Validate a new queue's options; return the keyword arguments of EventQueues.create."""
+    if p.all_public_streams and user.is_guest:
+        raise ApiError("User not authorized for this query")
+    check_narrow(p.narrow)
+    capabilities = p.client_capabilities or {}
+    lifespan = DEFAULT_LIFESPAN if p.queue_lifespan_secs <= 0 else min(p.queue_lifespan_secs, MAX_LIFESPAN)
+    return {
+        "event_types": None if p.event_types is None else set(p.event_types),
+        "narrow": p.narrow,
+        "apply_markdown": p.apply_markdown,
+        "client_gravatar": p.client_gravatar,
+        "all_public_streams": p.all_public_streams,
+        "empty_topic_name": bool(capabilities.get("empty_topic_name")),
+        "lifespan": lifespan,
+        "role": user.role,
+    }
 
 
 class RegisterHandler(BaseHandler):
     def post(self) -> None:
         p = self.parse(REGISTER)
-        if p.all_public_streams and self.user.is_guest:
-            raise ApiError("User not authorized for this query")
-        check_narrow(p.narrow)
-        lifespan = DEFAULT_LIFESPAN if p.queue_lifespan_secs <= 0 else min(p.queue_lifespan_secs, MAX_LIFESPAN)
-        include = (
-            p.include_subscribers if isinstance(p.include_subscribers, str) else str(p.include_subscribers).lower()
-        )
-        capabilities = p.client_capabilities or {}
+        options = queue_options(p, self.user)
         fetch = p.fetch_event_types if p.fetch_event_types is not None else p.event_types
-        options = {"server_generation": self.server.generation, "include_subscribers": include,
-                   "client_gravatar": p.client_gravatar}  # fmt: skip
-        # The queue is created and the state read in one synchronous step on the IOLoop thread:
-        # every event committed after this snapshot lands in the queue, none before it.
+        state_options = {
+            "server_generation": self.server.generation,
+            "client_gravatar": p.client_gravatar,
+            "include_subscribers": include_subscribers(p.include_subscribers),
+            "empty_topic_name": options["empty_topic_name"],
+        }
+        # The state is read and the queue created in one synchronous step on the IOLoop thread
+        # (no await in between, and publishing runs on this thread too): every event committed
+        # after the snapshot lands in the queue, and none before it.
         state = self.server.db.read(
-            fetch_initial_state, self.user, self.server.realm, None if fetch is None else set(fetch), options
+            fetch_initial_state, self.user, self.server.realm, None if fetch is None else set(fetch), state_options
         )
-        queue = self.server.queues.create(
-            self.user.id, event_types=None if p.event_types is None else set(p.event_types), narrow=p.narrow,
-            apply_markdown=p.apply_markdown, client_gravatar=p.client_gravatar,
-            all_public_streams=p.all_public_streams, empty_topic_name=bool(capabilities.get("empty_topic_name")),
-            lifespan=lifespan, role=self.user.role,
-        )  # fmt: skip
+        queue = self.server.queues.create(self.user.id, **options)
         state.update(queue_id=queue.id, last_event_id=-1, zulip_version=ZULIP_VERSION,
                      zulip_feature_level=FEATURE_LEVEL, zulip_merge_base=ZULIP_VERSION)  # fmt: skip
         self.respond(state)
@@ -87,29 +115,38 @@ class RegisterHandler(BaseHandler):
 class EventsHandler(BaseHandler):
     """Long-polls park here until their queue has an event, a heartbeat is due, or the client leaves."""
 
-    queue: EventQueue | None = None
+    waiter: asyncio.Future[None] | None = None
 
     async def get(self) -> None:
         p = self.parse(GET_EVENTS)
         if p.queue_id is None:
-            raise ApiError("Missing 'queue_id' argument", "REQUEST_VARIABLE_MISSING", data={"var_name": "queue_id"})
+            if not p.dont_block:
+                raise missing_argument("queue_id")
+            # Zulip's shortcut: a non-blocking poll without a queue allocates one.
+            queue = self.server.queues.create(self.user.id, **queue_options(p, self.user))
+            self.respond({"events": [], "queue_id": queue.id})
+            return
         if p.last_event_id is None:
-            raise ApiError("Missing 'last_event_id' argument", "REQUEST_VARIABLE_MISSING",
-                           data={"var_name": "last_event_id"})  # fmt: skip
+            raise missing_argument("last_event_id")
         queue = self.server.queues.get(p.queue_id, self.user.id)
-        if p.last_event_id >= 0:
-            queue.acknowledge(p.last_event_id)
+        queue.acknowledge(p.last_event_id)
         if not queue.events and not p.dont_block:
             await self.wait_for_events(queue)
+            if self.request.connection.stream.closed():  # type: ignore[union-attr]
+                return  # the client left: nobody to answer
+            if queue.overflowed or self.server.queues.queues.get(queue.id) is not queue:
+                self.server.queues.remove(queue.id)
+                raise bad_queue(queue.id)  # deleted or overflowed while the poll was parked
         queue.last_access = self.server.clock()
-        if self.request.connection.stream.closed():  # type: ignore[union-attr]
-            return
         self.respond({"events": list(queue.events), "queue_id": queue.id})
 
+    async def head(self, *args: str) -> None:  # type: ignore[override]
+        await self.get()
+
     async def wait_for_events(self, queue: EventQueue) -> None:
-        loop = asyncio.get_running_loop()
-        queue.waiter = waiter = loop.create_future()
-        self.queue = queue
+        # A newer poll of the same queue replaces a parked one, which answers at once.
+        queue.wake()
+        queue.waiter = self.waiter = waiter = asyncio.get_running_loop().create_future()
         try:
             await asyncio.wait_for(asyncio.shield(waiter), self.server.heartbeat_seconds)
         except TimeoutError:
@@ -117,13 +154,12 @@ class EventsHandler(BaseHandler):
         finally:
             if queue.waiter is waiter:
                 queue.waiter = None
-            self.queue = None
+            self.waiter = None
 
     def on_connection_close(self) -> None:
-        # The client left: free the parked waiter at once instead of at the heartbeat.
-        queue = self.queue
-        if queue is not None and queue.waiter is not None and not queue.waiter.done():
-            queue.waiter.set_result(None)
+        # The client left: free the parked poll at once instead of at the heartbeat.
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
 
     def delete(self) -> None:
         p = self.parse(DELETE_QUEUE)
