@@ -6,7 +6,7 @@ import pytest
 
 from tests.channel_helpers import make_channel, unsubscribe
 from tests.helpers import assert_success
-from tests.test_events_support import events_now, register, send_direct, send_stream
+from tests.events_helpers import events_now, register, send_direct, send_stream
 
 DRAFT = {"type": "", "to": [], "topic": "", "content": "half a thought", "timestamp": 1_700_000_000}
 

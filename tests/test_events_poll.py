@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from tests.helpers import assert_error, assert_success
-from tests.test_events_support import (
+from tests.events_helpers import (
     Poll,
     events_now,
     low_heartbeat,

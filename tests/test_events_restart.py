@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from tests.helpers import LiveServer, assert_error, assert_success
-from tests.test_events_support import Poll, events_now, poll, register, send_direct, wait_until_parked
+from tests.events_helpers import Poll, events_now, poll, register, send_direct, wait_until_parked
 
 
 class NextServer(LiveServer):
@@ -96,7 +96,7 @@ def test_deleted_queues_are_not_restored(live, restart):
 def test_start_schedules_garbage_collection_and_shutdown_stops_it(live):
     live.call(live.server.start)
     timers = live.call(lambda: list(live.server._timers))
-    assert [(t.callback, t.is_running()) for t in timers] == [(live.server.queues.collect_garbage, True)]
+    assert [(t.callback, t.is_running()) for t in timers] == [(live.server._collect_queues, True)]
     live.call(live.server.shutdown)
     assert [t.is_running() for t in timers] == [False]
     os.remove(live.server.queues_path)
