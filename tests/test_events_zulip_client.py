@@ -103,3 +103,34 @@ def test_call_on_each_message_registers_again_after_a_lost_queue(live, zulip_cli
     thread.join(WAIT + 2)  # the client pauses one second after an error
     assert not thread.is_alive()
     assert [m["id"] for m in received] == [message_id]
+
+
+def test_call_on_each_event_receives_a_message_and_a_drafts_event(live, zulip_client):
+    received: list[dict[str, Any]] = []
+    errors: list[BaseException] = []
+
+    def callback(event: dict[str, Any]) -> None:
+        received.append(event)
+        if len(received) == 2:
+            raise StopListening
+
+    def run() -> None:
+        try:
+            zulip_client.call_on_each_event(callback, event_types=["message", "drafts"])
+        except StopListening:
+            pass
+        except BaseException as error:  # noqa: BLE001 - reported by the test thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    wait_on_server(live, lambda: owner_parked(live), "the client's first long-poll")
+    message_id = send_direct(live.owner, [live.owner.id], "note to self")
+    draft = {"type": "", "to": [], "topic": "", "content": "half a thought"}
+    created = live.owner.post("/drafts", {"drafts": [draft]}).json()
+    thread.join(WAIT)
+    assert not thread.is_alive() and errors == []
+    assert [e["type"] for e in received] == ["message", "drafts"]
+    assert received[0]["message"]["id"] == message_id
+    assert received[1]["op"] == "add" and received[1]["drafts"][0]["id"] == created["ids"][0]
+    assert received[1]["drafts"][0]["content"] == "half a thought"
