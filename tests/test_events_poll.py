@@ -8,7 +8,6 @@ import socket
 
 import pytest
 
-from tests.helpers import assert_error, assert_success
 from tests.events_helpers import (
     Poll,
     events_now,
@@ -20,6 +19,7 @@ from tests.events_helpers import (
     wait_until_parked,
     wait_until_unparked,
 )
+from tests.helpers import assert_error, assert_success
 from tornchat import event_queues
 
 BAD_QUEUE = "BAD_EVENT_QUEUE_ID"

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from tests.helpers import LiveServer, assert_error, assert_success
 from tests.events_helpers import Poll, events_now, poll, register, send_direct, wait_until_parked
+from tests.helpers import LiveServer, assert_error, assert_success
 
 
 class NextServer(LiveServer):

@@ -9,8 +9,8 @@ import os
 import pytest
 
 from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer
 from tests.get_messages_helpers import NEWEST, fetch, ids_of, post, post_direct
+from tests.helpers import LiveServer
 
 
 @pytest.fixture(scope="module")

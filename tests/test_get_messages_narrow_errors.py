@@ -7,8 +7,8 @@ import os
 import pytest
 
 from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer, assert_error, assert_success
 from tests.get_messages_helpers import post, post_direct
+from tests.helpers import LiveServer, assert_error, assert_success
 
 BOTH = "No message can be both a channel message and direct message"
 

@@ -8,8 +8,6 @@ import pytest
 
 from storage import flags
 from tests.channel_helpers import make_channel
-from tests.helpers import set_visibility
-from tests.send_helpers import send_direct_ok, send_ok
 from tests.get_messages_helpers import (
     add_reaction_row,
     fetch,
@@ -19,6 +17,8 @@ from tests.get_messages_helpers import (
     post_direct,
     set_flag,
 )
+from tests.helpers import set_visibility
+from tests.send_helpers import send_direct_ok, send_ok
 
 ADMINS = 3
 

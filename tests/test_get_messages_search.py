@@ -8,8 +8,8 @@ import os
 import pytest
 
 from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer
 from tests.get_messages_helpers import fetch, narrow_ids, post, post_direct
+from tests.helpers import LiveServer
 
 MESSAGES = {
     "sending": ("deploy plans", "We are sending the release today"),

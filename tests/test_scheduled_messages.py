@@ -7,7 +7,6 @@ import pytest
 from storage import flags
 from tests.channel_helpers import archive, make_channel, set_channel_group
 from tests.helpers import assert_error, assert_success
-from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, count_rows, send_ok, set_topics_policy
 from tests.scheduled_helpers import (
     IN_AN_HOUR,
     deliver,
@@ -19,6 +18,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
+from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, count_rows, send_ok, set_topics_policy
 
 FUTURE = "Scheduled delivery time must be in the future."
 

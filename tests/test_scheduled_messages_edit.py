@@ -6,7 +6,6 @@ import pytest
 
 from tests.channel_helpers import archive, make_channel, set_channel_group
 from tests.helpers import assert_error, assert_success
-from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, set_topics_policy
 from tests.scheduled_helpers import (
     deliver,
     listed,
@@ -16,6 +15,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
+from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, set_topics_policy
 
 FUTURE = "Scheduled delivery time must be in the future."
 NOT_FOUND = "Scheduled message does not exist"

@@ -14,7 +14,6 @@ from scheduler import Scheduler
 from storage import scheduled_messages
 from tests.channel_helpers import archive, make_channel, set_channel_group
 from tests.helpers import assert_error, assert_success
-from tests.send_helpers import NO_PERMISSION, message_events
 from tests.scheduled_helpers import (
     deliver,
     listed,
@@ -26,6 +25,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
+from tests.send_helpers import NO_PERMISSION, message_events
 
 LATE = "Message could not be sent at the scheduled time."
 
