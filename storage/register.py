@@ -129,8 +129,7 @@ def fetch_initial_state(
 
     state: dict[str, Any] = realm_state(tx, realm, options["server_generation"])
     if want("message"):
-        state["max_message_id"] = tx.value("SELECT coalesce(max(message_id), -1) FROM user_messages WHERE user_id = ?",
-                                           (user.id,))  # fmt: skip
+        state["max_message_id"] = users.max_message_id(tx, user)
     if want("update_message_flags") or want("message"):
         state["unread_msgs"] = unread_msgs(tx, user.id, options.get("empty_topic_name", False))
     if want("subscription"):

@@ -182,11 +182,12 @@ def own_user_object(tx: Tx, user: User, realm: Realm) -> dict[str, Any]:
 
 
 def max_message_id(tx: Tx, user: User) -> int:
-    """Return the id of the newest message the user has received, or -1 when there is none.
-
-    The message tables arrive with the messages issue; until then no user has received any.
-    """
-    return -1
+    """Return the id of the newest message the user has a row for, or -1 when there is none."""
+    # The last entry of the user's range of the user_messages primary key.
+    value = tx.value(
+        "SELECT message_id FROM user_messages WHERE user_id = ? ORDER BY message_id DESC LIMIT 1", (user.id,)
+    )
+    return -1 if value is None else int(value)
 
 
 def check_email(email: str) -> str:

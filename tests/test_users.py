@@ -328,3 +328,11 @@ def test_own_user_of_bot_has_no_profile_data(live):
     body = assert_success(bot.get("/users/me"))
     assert (body["user_id"], body["is_bot"], body["delivery_email"]) == (bot_id, True, "bot@example.com")
     assert "profile_data" not in body
+
+
+def test_own_user_max_message_id_follows_received_messages(live):
+    member = live.make_user()
+    sent = assert_success(live.owner.post("/messages", {"type": "direct", "to": [member.id], "content": "hello"}))["id"]
+    assert assert_success(member.get("/users/me"))["max_message_id"] == sent
+    assert assert_success(live.owner.get("/users/me"))["max_message_id"] == sent
+    assert assert_success(live.make_user().get("/users/me"))["max_message_id"] == -1
