@@ -16,6 +16,9 @@ from storage.users import User
 
 TOPICS_POLICIES = ("inherit", "allow_empty_topic", "disable_empty_topic", "empty_topic_only")
 RECENTLY_ACTIVE_SECONDS = 180 * 86400
+WEEK = 7 * 86400
+# stream_weekly_traffic averages over at most this window; channels younger than a week get null.
+TRAFFIC_WINDOW_SECONDS = 4 * WEEK
 
 # The eleven channel group settings, their defaults and whether role:everyone is allowed.
 CHANNEL_RULES = {
@@ -197,10 +200,7 @@ def channel_object(tx: Tx, channel: Channel, now: float) -> dict[str, Any]:
         "is_announcement_only": post_policy == 2,
         "stream_post_policy": post_policy,
         "history_public_to_subscribers": channel.history_public_to_subscribers,
-        # Message statistics: no channel has messages until the messages issue lands.
-        "first_message_id": None,
-        "stream_weekly_traffic": None,
-        "is_recently_active": now - channel.date_created < RECENTLY_ACTIVE_SECONDS,
+        **message_statistics(tx, channel, now),
         "folder_id": channel.folder_id,
         "topics_policy": channel.topics_policy,
         "message_retention_days": channel.message_retention_days,
@@ -210,6 +210,44 @@ def channel_object(tx: Tx, channel: Channel, now: float) -> dict[str, Any]:
     for setting in CHANNEL_SETTINGS:
         result[setting] = groups.setting_value(tx, getattr(channel, setting))
     return result
+
+
+def message_statistics(tx: Tx, channel: Channel, now: float) -> dict[str, Any]:
+    """first_message_id, stream_weekly_traffic and is_recently_active, from the channel's messages.
+
+    Each is an index lookup: the channel's first message on messages_by_recipient, and the count of
+    its messages since a moment, from the first message id sent then (messages_by_date) onwards.
+    """
+    recipient = tx.value("SELECT id FROM recipients WHERE type = 2 AND type_id = ?", (channel.id,))
+    first = None if recipient is None else tx.value(
+        "SELECT id FROM messages WHERE recipient_id = ? ORDER BY id LIMIT 1", (recipient,)
+    )  # fmt: skip
+    age = now - channel.date_created
+    traffic = None
+    if age >= WEEK:
+        window = min(age, TRAFFIC_WINDOW_SECONDS)
+        recent = _messages_since(tx, recipient, now - window)
+        traffic = round(recent * WEEK / window)
+    recently_active = age < RECENTLY_ACTIVE_SECONDS or _count_since(tx, recipient, now - RECENTLY_ACTIVE_SECONDS, 1) > 0
+    return {"first_message_id": first, "stream_weekly_traffic": traffic, "is_recently_active": recently_active}
+
+
+def _messages_since(tx: Tx, recipient_id: int | None, moment: float) -> int:
+    return _count_since(tx, recipient_id, moment, None)
+
+
+def _count_since(tx: Tx, recipient_id: int | None, moment: float, limit: int | None) -> int:
+    """Count (up to `limit`) the channel's messages sent at or after `moment`.
+
+    Message ids grow with their send time, so "sent since" is "id at least the first id sent then".
+    """
+    if recipient_id is None:
+        return 0
+    since = tx.value("SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1", (int(moment),))
+    if since is None:
+        return 0
+    query = "SELECT count(*) FROM (SELECT 1 FROM messages WHERE recipient_id = ? AND id >= ? LIMIT ?)"
+    return int(tx.value(query, (recipient_id, since, -1 if limit is None else limit)))
 
 
 # -- creation --------------------------------------------------------------------------------
