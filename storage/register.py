@@ -16,7 +16,6 @@ from storage.topics import display_topic
 # Unread messages beyond this many are left out of unread_msgs (old_unreads_missing is set).
 MAX_UNREAD_MESSAGES = 50_000
 LONGPOLL_TIMEOUT_SECONDS = 90
-MAX_BULK_NEW_SUBSCRIPTION_MESSAGES = 1000
 
 
 def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
@@ -29,7 +28,7 @@ def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
         "max_stream_name_length": realm_storage.MAX_STREAM_NAME_LENGTH,
         "max_stream_description_length": realm_storage.MAX_STREAM_DESCRIPTION_LENGTH,
         "realm_empty_topic_display_name": realm_storage.EMPTY_TOPIC_DISPLAY_NAME,
-        "max_bulk_new_subscription_messages": MAX_BULK_NEW_SUBSCRIPTION_MESSAGES,
+        "max_bulk_new_subscription_messages": subscriptions.MAX_BULK_NEW_SUBSCRIPTION_MESSAGES,
         "event_queue_longpoll_timeout_seconds": LONGPOLL_TIMEOUT_SECONDS,
         "server_generation": server_generation,
         "realm_name": realm.name,

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from storage import system_bots
 from storage.channels import (
     CHANNEL_COLUMNS,
     Channel,
@@ -71,6 +72,8 @@ INCLUDE_SUBSCRIBERS = ("true", "false", "partial")
 # active in the last 14 days) instead of the full list.
 PARTIAL_SUBSCRIBERS_THRESHOLD = 250
 RECENTLY_ACTIVE_SUBSCRIBER_SECONDS = 14 * 86400
+# Subscribing more users than this at once sends them no notification-bot messages (Zulip's limit).
+MAX_BULK_NEW_SUBSCRIPTION_MESSAGES = 1000
 
 
 def next_color(tx: Tx, user_id: int) -> str:
@@ -256,6 +259,7 @@ def add_subscriptions(
     realm: Realm,
     authorization_errors_fatal: bool = True,
     web_public_enabled: bool = True,
+    send_new_subscription_messages: bool = False,
 ) -> dict[str, Any]:
     """POST /users/me/subscriptions: create what is missing, subscribe; return the API's result.
 
@@ -282,7 +286,32 @@ def add_subscriptions(
     }
     if not authorization_errors_fatal:
         result["unauthorized"] = [c.name for c in unauthorized]
+    if send_new_subscription_messages:
+        result["new_subscription_messages_sent"] = notify_new_subscribers(tx, actor, added)
     return result
+
+
+def notify_new_subscribers(tx: Tx, actor: User, added: dict[int, list[Channel]]) -> bool:
+    """Tell each human the actor subscribed (not the actor) with a notification-bot message.
+
+    Returns whether messages were sent: none are when nobody else was subscribed, or when more
+    than MAX_BULK_NEW_SUBSCRIPTION_MESSAGES users were, as Zulip does.
+    """
+    others = {user_id: chans for user_id, chans in added.items() if user_id != actor.id}
+    if not others or len(others) > MAX_BULK_NEW_SUBSCRIPTION_MESSAGES:
+        return False
+    mention = f"@_**{actor.full_name}|{actor.id}**"
+    for user_id, chans in sorted(others.items()):
+        user = get_user_by_id(tx, user_id)
+        if user is None or user.is_bot:
+            continue
+        if len(chans) == 1:
+            text = f"{mention} subscribed you to the channel #**{chans[0].name}**."
+        else:
+            links = "\n".join(f"* #**{channel.name}**" for channel in chans)
+            text = f"{mention} subscribed you to the following channels:\n\n{links}"
+        system_bots.notify(tx, user, text)
+    return True
 
 
 def _find_or_create(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import channels
+from storage import channels, system_bots
 from tests.channel_helpers import (
     INSUFFICIENT,
     ROLES,
@@ -262,7 +262,7 @@ def test_subscription_events(live):
     assert added["op"] == "add" and added_to == [member.id]
     [sub] = added["subscriptions"]
     assert (sub["stream_id"], sub["subscribers"]) == (channel_id, sorted([live.owner.id, member.id]))
-    [(peer, peers)] = [(e, ids) for e, ids in events_after(live, before) if e["op"] == "peer_add"]
+    [(peer, peers)] = [(e, ids) for e, ids in events_after(live, before, "subscription") if e["op"] == "peer_add"]
     assert peer == {"type": "subscription", "op": "peer_add", "stream_ids": [channel_id], "user_ids": [member.id]}
     assert peers == [live.owner.id]  # the guest cannot see a public channel it is not in
     assert guest.id not in peers
@@ -271,6 +271,7 @@ def test_subscription_events(live):
 def test_private_channel_events_reach_only_those_with_access(live):
     channel_id = make_channel(live, "secret", [live.owner.id], invite_only=True)
     member, outsider = live.make_user(), live.make_user()
+    live.write(system_bots.notification_bot)  # created beforehand: its realm_user event goes to everyone
     before = len(live.events())
     assert_success(subscribe(live.owner, ["secret"], principals=[member.id]))
     events = events_after(live, before)
@@ -281,3 +282,32 @@ def test_private_channel_events_reach_only_those_with_access(live):
         ("subscription", "add", [member.id]),
     ]
     assert events[0][0]["streams"][0]["stream_id"] == channel_id
+
+
+def test_users_subscribed_by_someone_else_get_a_notification_bot_message(live):
+    make_channel(live, "design", [live.owner.id])
+    make_channel(live, "ops", [live.owner.id])
+    member, other = live.make_user(), live.make_user()
+    body = assert_success(subscribe(live.owner, ["design"], principals=[member.id]))
+    assert body["new_subscription_messages_sent"] is True
+    body = assert_success(subscribe(live.owner, ["design", "ops"], principals=[other.id]))
+    assert body["new_subscription_messages_sent"] is True
+
+    def latest(client):
+        params = {"anchor": "newest", "num_before": 1, "num_after": 0}
+        return assert_success(client.get("/messages", params))["messages"][-1]
+
+    one, two = latest(member), latest(other)
+    assert one["sender_full_name"] == two["sender_full_name"] == "Notification Bot"
+    assert one["type"] == "private" and "subscribed you to the channel" in one["content"]
+    assert 'class="user-mention silent"' in one["content"] and 'class="stream"' in one["content"]
+    assert "subscribed you to the following channels" in two["content"] and two["content"].count('class="stream"') == 2
+
+
+def test_no_notification_for_oneself_or_when_not_asked(live):
+    make_channel(live, "design", [live.owner.id])
+    member = live.make_user()
+    assert assert_success(subscribe(member, ["design"]))["new_subscription_messages_sent"] is False
+    body = assert_success(subscribe(live.owner, ["design"], principals=[live.make_user().id],
+                                    send_new_subscription_messages=False))  # fmt: skip
+    assert "new_subscription_messages_sent" not in body

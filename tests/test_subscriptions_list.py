@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from storage import passwords, subscriptions
+from storage import passwords, subscriptions, system_bots
 from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
 from tests.helpers import assert_error, assert_success, make_bot
 
@@ -169,6 +169,7 @@ def test_unknown_parameters_are_reported(live):
 
 def test_private_channels_stay_hidden_from_outsiders(live):
     member, outsider = live.make_user(), live.make_user()
+    live.write(system_bots.notification_bot)  # created beforehand: its realm_user event goes to everyone
     before = len(live.events())
     make_channel(live, "secret", [member.id], invite_only=True)
     assert_success(subscribe(member, ["secret"], principals=[live.owner.id]))

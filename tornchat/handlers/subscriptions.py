@@ -64,10 +64,8 @@ class SubscriptionsHandler(BaseHandler):
             self.server.realm,
             p.authorization_errors_fatal,
             self.server.settings.web_public_channels,
+            p.send_new_subscription_messages,
         )
-        if p.send_new_subscription_messages:
-            # Notification-bot messages need the messages issue; until then none is ever sent.
-            result["new_subscription_messages_sent"] = False
         self.respond(result)
 
     def delete(self) -> None:
