@@ -1,7 +1,8 @@
 """Markdown to HTML, rendered once when content is stored.
 
 CommonMark through markdown-it-py with raw HTML disabled (user input never reaches the page as
-markup). Zulip's additions (mentions, channel links, autolinks) arrive with the messages issue.
+markup). Used for descriptions and profile fields; messages use storage/message_render.py, which adds
+Zulip's dialect (mentions, channel links, autolinks).
 """
 
 from __future__ import annotations
