@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from typing import Any
 
@@ -10,7 +11,14 @@ import msgspec
 from storage import groups, markdown
 from storage.db import Tx
 from storage.errors import ApiError, insufficient_permission, must_be_owner
-from storage.groups import GroupSettingValue, SettingRule, is_member, system_group_id
+from storage.groups import (
+    ROLE_ADMINISTRATOR,
+    ROLE_OWNER,
+    GroupSettingValue,
+    SettingRule,
+    is_member,
+    system_group_id,
+)
 from storage.realm import MAX_STREAM_DESCRIPTION_LENGTH, MAX_STREAM_NAME_LENGTH, realm_group
 from storage.users import User
 
@@ -128,6 +136,48 @@ def can_administer(tx: Tx, user: User, channel: Channel) -> bool:
     return user.is_admin or (not user.is_guest and is_member(tx, user.id, channel.can_administer_channel_group))
 
 
+def content_access_ids(tx: Tx, channel: Channel, user_ids: set[int]) -> set[int]:
+    """Return the users among user_ids who may read the channel (channels.has_content_access, in bulk)."""
+    if channel.is_web_public:
+        return set(user_ids)
+    # Deactivated users keep their subscriptions, and with them their rows of moved messages.
+    allowed = set(tx.column("SELECT user_id FROM subscriptions WHERE channel_id = ? AND active", (channel.id,)))
+    if channel.invite_only:
+        allowed.update(groups.recursive_member_ids(tx, channel.can_add_subscribers_group))
+        allowed.update(groups.recursive_member_ids(tx, channel.can_subscribe_group))
+    else:
+        allowed.update(
+            tx.column(
+                "SELECT id FROM users WHERE role != ? AND id IN (SELECT value FROM json_each(?))",
+                (groups.ROLE_GUEST, json.dumps(sorted(user_ids))),
+            )
+        )
+    return allowed & user_ids
+
+
+# has_content_access for every channel at once, negated: the channels whose
+# messages a user may have received but may no longer read (a private channel they left, a public
+# one for a guest). One query rather than a check per channel on every fetch.
+UNREADABLE_CHANNELS_SQL = """
+WITH RECURSIVE holding(id) AS (
+    SELECT group_id FROM user_group_members WHERE user_id = :user
+    UNION
+    SELECT s.supergroup_id FROM user_group_subgroups AS s JOIN holding AS h ON s.subgroup_id = h.id
+)
+SELECT c.id FROM channels AS c
+WHERE NOT c.is_web_public AND (c.invite_only OR :guest)
+AND NOT EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.user_id = :user AND s.channel_id = c.id AND s.active)
+AND NOT (c.invite_only AND (c.can_add_subscribers_group IN (SELECT id FROM holding)
+                            OR c.can_subscribe_group IN (SELECT id FROM holding)))
+ORDER BY c.id
+"""
+
+
+def unreadable_channel_ids(tx: Tx, user: User) -> list[int]:
+    """Channels whose messages the user may have received but may not read now, sorted."""
+    return tx.column(UNREADABLE_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
+
+
 def access_channel_by_id(tx: Tx, user: User, channel_id: int, require_content: bool = False) -> Channel:
     """Return a channel the user may see; "Invalid channel ID" for unknown and hidden ones alike."""
     channel = get_channel_by_id(tx, channel_id)
@@ -154,16 +204,11 @@ def users_with_metadata_access(tx: Tx, channel: Channel) -> list[int]:
 
     The same rules as has_metadata_access, computed for everyone at once.
     """
+    ids = content_access_ids(tx, channel, set(groups.active_user_ids(tx)))
     if channel.is_web_public:
-        return groups.active_user_ids(tx)
+        return sorted(ids)
     guests = set(tx.column("SELECT id FROM users WHERE is_active AND role = ?", (groups.ROLE_GUEST,)))
-    ids = set(subscriber_ids(tx, channel.id))
-    if channel.invite_only:
-        for group_id in (channel.can_add_subscribers_group, channel.can_subscribe_group):
-            ids.update(groups.recursive_member_ids(tx, group_id))
-    else:
-        ids.update(tx.column("SELECT id FROM users WHERE is_active AND role != ?", (groups.ROLE_GUEST,)))
-    ids.update(tx.column("SELECT id FROM users WHERE is_active AND role IN (?, ?)", (100, 200)))
+    ids.update(tx.column("SELECT id FROM users WHERE is_active AND role IN (?, ?)", (ROLE_OWNER, ROLE_ADMINISTRATOR)))
     ids.update(set(groups.recursive_member_ids(tx, channel.can_administer_channel_group)) - guests)
     return sorted(ids)
 

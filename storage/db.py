@@ -11,11 +11,10 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger("tornchat.storage")
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 Clock = Callable[[], float]

@@ -1,10 +1,10 @@
-"""Which messages a user may act on (react, flag, edit): `access_message`."""
+"""Which messages a user may act on (`access_message`) and who is told when one changes."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from storage.channels import get_channel_by_id, has_content_access
+from storage.channels import Channel, get_channel_by_id, has_content_access, subscriber_ids
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.users import User
@@ -37,3 +37,25 @@ def access_message(tx: Tx, user: User, message_id: int, allow_archived: bool = F
     if bits is None and not channel.history_public_to_subscribers:
         raise invalid_messages()
     return row, None if bits is None else int(bits)
+
+
+# -- who sees a message ----------------------------------------------------------------------
+
+
+def message_channel(tx: Tx, row: Any) -> Channel | None:
+    """Return the channel of a message row, or None for a direct message."""
+    return None if row["channel_id"] is None else get_channel_by_id(tx, row["channel_id"])
+
+
+def message_viewers(tx: Tx, row: Any, channel: Channel | None) -> dict[int, int | None]:
+    """Return who is told about changes to a message: flag bits of users with a row, None for others.
+
+    Zulip's audience for actions on messages: users with a user_messages row, plus the channel's
+    subscribers when its history is shared with them (they may be looking at it without a row).
+    """
+    rows = tx.all("SELECT user_id, flags FROM user_messages WHERE message_id = ?", (row["id"],))
+    viewers: dict[int, int | None] = {user_id: bits for user_id, bits in rows}
+    if channel is not None and channel.history_public_to_subscribers:
+        for user_id in subscriber_ids(tx, channel.id):
+            viewers.setdefault(user_id, None)
+    return viewers

@@ -22,11 +22,11 @@ from typing import Any
 import msgspec
 
 from storage import flags, groups, recipients
-from storage.channels import Channel, can_administer, get_channel_by_id, has_content_access
+from storage.channels import Channel, can_administer, content_access_ids, get_channel_by_id, has_content_access
 from storage.db import Tx
 from storage.errors import ApiError
-from storage.message_access import access_message
-from storage.message_delete import content_access_ids, delete_event, message_channel, message_viewers
+from storage.message_access import access_message, message_channel, message_viewers
+from storage.message_delete import delete_event
 from storage.message_objects import MESSAGE_COLUMNS, message_objects
 from storage.message_render import render_message
 from storage.messages import Destination, check_content, user_flags

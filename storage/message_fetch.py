@@ -165,11 +165,6 @@ def _names_conversation(terms: list[Term]) -> bool:
     return bool(operators & {"dm", "pm-with"}) or (bool(operators & {"stream", "channel"}) and "topic" in operators)
 
 
-def resolve_anchor(tx: Tx, query: Query, request: FetchRequest) -> int:
-    """Return the numeric anchor for the request (api-notes 4.2)."""
-    return anchor_value(tx, query, parse_anchor(request))
-
-
 def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
     found: int | None
     if anchor.kind == "first_unread":

@@ -21,7 +21,13 @@ from typing import Any
 import msgspec
 
 from storage import recipients
-from storage.channels import Channel, get_channel_by_id, get_channel_by_name, has_content_access
+from storage.channels import (
+    Channel,
+    get_channel_by_id,
+    get_channel_by_name,
+    has_content_access,
+    unreadable_channel_ids,
+)
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME, get_realm
@@ -210,29 +216,6 @@ def readable_history(tx: Tx, user: User, channel: Channel) -> bool:
     return channel.history_public_to_subscribers and has_content_access(tx, user, channel)
 
 
-# has_content_access (storage/channels.py) for every channel at once, negated: the channels whose
-# messages a user may have received but may no longer read (a private channel they left, a public
-# one for a guest). One query rather than a check per channel on every fetch.
-HIDDEN_CHANNELS_SQL = """
-WITH RECURSIVE holding(id) AS (
-    SELECT group_id FROM user_group_members WHERE user_id = :user
-    UNION
-    SELECT s.supergroup_id FROM user_group_subgroups AS s JOIN holding AS h ON s.subgroup_id = h.id
-)
-SELECT c.id FROM channels AS c
-WHERE NOT c.is_web_public AND (c.invite_only OR :guest)
-AND NOT EXISTS (SELECT 1 FROM subscriptions AS s WHERE s.user_id = :user AND s.channel_id = c.id AND s.active)
-AND NOT (c.invite_only AND (c.can_add_subscribers_group IN (SELECT id FROM holding)
-                            OR c.can_subscribe_group IN (SELECT id FROM holding)))
-ORDER BY c.id
-"""
-
-
-def hidden_channel_ids(tx: Tx, user: User) -> list[int]:
-    """Channels whose messages the user may have received but may not read now, sorted."""
-    return tx.column(HIDDEN_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
-
-
 def build_query(tx: Tx, user: User, terms: list[Term]) -> Query:
     """Return the query serving a narrow for this user; raise the API's narrow errors in term order."""
     builder = _Builder(tx, user)
@@ -243,7 +226,7 @@ def build_query(tx: Tx, user: User, terms: list[Term]) -> Query:
         handler(builder, term)
     query = builder.finish()
     if not query.history:
-        hidden = hidden_channel_ids(tx, user)
+        hidden = unreadable_channel_ids(tx, user)
         if hidden:
             query.add("m.channel_id IS NULL OR m.channel_id NOT IN (SELECT value FROM json_each(?))",
                       [json.dumps(hidden)])  # fmt: skip

@@ -13,7 +13,7 @@ import tornado.web
 
 from storage import users
 from storage.errors import ApiError
-from tornchat.params import NO_PARAMS, Params
+from tornchat.params import Params
 
 if TYPE_CHECKING:
     from tornchat.app import Server
@@ -144,13 +144,6 @@ class BaseHandler(tornado.web.RequestHandler):
         else:
             self.set_status(500)
             self.write_json({"result": "error", "msg": "Internal server error", "code": "BAD_REQUEST"})
-
-
-class NoParamsHandler(BaseHandler):
-    """Helper for handlers of endpoints without parameters: report what was sent as ignored."""
-
-    def no_params(self) -> None:
-        self.parse(NO_PARAMS)
 
 
 class NotFoundHandler(BaseHandler):
