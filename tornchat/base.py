@@ -16,6 +16,7 @@ import tornado.web
 
 from storage import passwords, users
 from storage.errors import ApiError
+from tornchat.http_edge import form_charset, parse_form_body
 from tornchat.params import NO_PARAMS, Params
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ class BaseHandler(tornado.web.RequestHandler):
     def initialize(self, server: Server) -> None:
         self.server = server
         self._ignored: list[str] = []
+        # Tornado parses the body (for every method) just before prepare(), through this method
+        # of the request; tornchat's parser accepts empty multipart bodies and answers in JSON.
+        request = self.request
+        request._parse_body = lambda: parse_form_body(request)  # type: ignore[method-assign]
 
     def prepare(self) -> None:
         if self.requires_auth:
@@ -106,11 +111,13 @@ class BaseHandler(tornado.web.RequestHandler):
     # -- parameters -------------------------------------------------------------------------
 
     def argument(self, name: str) -> str | None:
-        """The last value of a parameter, from the form body first, then the query string."""
-        for source in (self.request.body_arguments, self.request.query_arguments):
-            values = source.get(name)
-            if values:
-                return values[-1].decode("utf-8", errors="replace")
+        """The last value of a parameter, from the form body first (in its charset), then the query string."""
+        values = self.request.body_arguments.get(name)
+        if values:
+            return values[-1].decode(form_charset(self.request), errors="replace")
+        values = self.request.query_arguments.get(name)
+        if values:
+            return values[-1].decode("utf-8", errors="replace")
         return None
 
     def parse(self) -> Any:
