@@ -340,8 +340,12 @@ def test_disabling_synchronization(live):
         "property": "enable_drafts_synchronization",
         "value": False,
     }
+    legacy_event = {"type": "update_display_settings", "user": live.owner.email,
+                    "setting_name": "enable_drafts_synchronization", "setting": False}  # fmt: skip
     # The server forgets the drafts without drafts/remove events: clients keep their copies.
-    assert [(e, ids) for e, ids in live.events()[count:]] == [(setting_event, [live.owner.id])]
+    assert [(e, ids) for e, ids in live.events()[count:]] == [
+        (setting_event, [live.owner.id]), (legacy_event, [live.owner.id])
+    ]
     assert live.read(lambda tx: tx.value("SELECT count(*) FROM drafts WHERE user_id = ?", (live.owner.id,))) == 0
     assert live.user(live.owner.id).enable_drafts_synchronization is False
     for response in (
@@ -375,9 +379,9 @@ def test_settings_parameters(live):
     assert_error(response, "enable_drafts_synchronization is not valid JSON")
     response = live.owner.patch("/settings", {"enable_drafts_synchronization": 1})
     assert_error(response, "enable_drafts_synchronization is not a boolean")
-    body = assert_success(live.owner.patch("/settings", {"full_name": "New", "enable_drafts_synchronization": False}))
-    assert body["ignored_parameters_unsupported"] == ["full_name"]
-    assert live.user(live.owner.id).full_name != "New"
+    body = assert_success(live.owner.patch("/settings", {"email": "new@example.com", "enable_drafts_synchronization": False}))
+    assert body["ignored_parameters_unsupported"] == ["email"]
+    assert live.user(live.owner.id).delivery_email != "new@example.com"
 
 
 def test_settings_refuse_bots(live):

@@ -1,19 +1,28 @@
-"""A user's own settings: PATCH /settings (only `enable_drafts_synchronization` so far)."""
+"""A user's own settings: PATCH /settings (every personal setting, full_name and timezone)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 import tornado.web
 
 from storage import user_settings
+from storage.user_settings_definitions import SETTINGS
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
-
-class UpdateSettings(msgspec.Struct):
-    # Zulip's endpoint takes dozens of settings; the others are reported as ignored.
-    enable_drafts_synchronization: bool | None = None
-
+# One optional field per setting, typed as Zulip's (booleans and integers JSON-encoded, strings
+# verbatim). email and password changes are not offered: they are reported as ignored.
+UpdateSettings: Any = msgspec.defstruct(
+    "UpdateSettings",
+    [
+        ("full_name", str | None, None),
+        ("timezone", str | None, None),
+        *((name, setting.type | None, None) for name, setting in SETTINGS.items()),
+    ],
+    kw_only=True,
+)
 
 UPDATE_SETTINGS = Params(UpdateSettings)
 
@@ -25,7 +34,8 @@ class SettingsHandler(BaseHandler):
         # Bots are refused before the parameters are read, as Zulip's decorator does.
         user_settings.check_human(self.user)
         p = self.parse()
-        self.server.db.write(user_settings.update_user_settings, self.user, p.enable_drafts_synchronization)
+        changes = {name: getattr(p, name) for name in SETTINGS if getattr(p, name) is not None}
+        self.server.db.write(user_settings.update_user_settings, self.user, changes, p.full_name, p.timezone)
         self.respond()
 
 
