@@ -25,6 +25,8 @@ ROLES = {
 }
 
 
+# Where the first `serve` not attached to a terminal leaves the generated owner password.
+OWNER_PASSWORD_FILE = "owner-password"
 # How long answered long-polls get to reach their clients when the server stops.
 SHUTDOWN_GRACE_SECONDS = 0.2
 
@@ -115,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--can-change-user-emails", action="store_true", help="grant the can_change_user_emails permission"
     )
+    create.add_argument(
+        "--zuliprc",
+        metavar="PATH",
+        help="also write the user's credentials to PATH as a zuliprc (mode 600), for zulip-terminal or zulip",
+    )
     backup = commands.add_parser(
         "backup", help="copy a data directory (database, zuliprc, uploads) to FILE, a .tar.gz; safe while serving"
     )
@@ -170,15 +177,19 @@ def command_init(args: argparse.Namespace) -> None:
 
 
 def command_create_user(args: argparse.Namespace) -> None:
-    from storage.realm import realm_exists
+    from storage.realm import get_realm, realm_exists
+    from tornchat.bootstrap import write_zuliprc
 
     settings = _settings(args)
     if not os.path.exists(settings.database_path):
         raise CommandError(f"no tornchat database in {settings.data_dir}: run `tornchat init` first")
+    if args.zuliprc and os.path.isdir(args.zuliprc):
+        raise CommandError(f"--zuliprc {args.zuliprc} is a directory")
     db = Database(settings.database_path)
     try:
         if not db.read(realm_exists):
             raise CommandError(f"no organization in {settings.data_dir}: run `tornchat init` first")
+        site = db.read(get_realm).url
         user = db.write(
             users.create_user,
             args.email,
@@ -193,6 +204,12 @@ def command_create_user(args: argparse.Namespace) -> None:
     finally:
         db.close()
     print(f"Created user {user.delivery_email} (id {user.id}, role {args.role})")
+    if args.zuliprc:
+        try:
+            write_zuliprc(args.zuliprc, user.delivery_email, user.api_key, site)
+        except OSError as error:
+            raise CommandError(f"user created, but cannot write {args.zuliprc}: {error.strerror}") from None
+        print(f"API credentials written to {os.path.abspath(args.zuliprc)}")
     print(user.api_key)
 
 
@@ -202,16 +219,34 @@ def command_serve(args: argparse.Namespace) -> None:
     settings = _settings(args)
     if not is_bootstrapped(settings):
         email = os.environ.get("TORNCHAT_OWNER_EMAIL") or f"owner@{settings.email_host or settings.site_hostname}"
-        password = os.environ.get("TORNCHAT_OWNER_PASSWORD") or secrets.token_urlsafe(12)
+        given = os.environ.get("TORNCHAT_OWNER_PASSWORD")
+        password = given or secrets.token_urlsafe(12)
         try:
             owner = bootstrap(settings, email, password)
         except ApiError as error:
             raise CommandError(f"cannot create the owner account: {error.msg}") from None
-        print(f"Created organization in {settings.data_dir}; owner {owner.delivery_email}, password {password}")
+        print(f"Created organization in {settings.data_dir}; owner {owner.delivery_email}", flush=True)
+        _tell_owner_password(settings, password, given is not None)
     else:
         apply_settings(settings)
     print(f"API credentials for the owner: {os.path.abspath(settings.zuliprc_path)}", flush=True)
     asyncio.run(_serve(settings))
+
+
+def _tell_owner_password(settings: Settings, password: str, from_environment: bool) -> None:
+    """Show a generated owner password on the terminal, never in a log: a file (mode 600) when not on one."""
+    if from_environment:
+        print("The owner's password is the one TORNCHAT_OWNER_PASSWORD gave.", flush=True)
+    elif sys.stdout.isatty():
+        print(f"The owner's password (shown once, not logged): {password}", flush=True)
+    else:
+        path = os.path.join(settings.data_dir, OWNER_PASSWORD_FILE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(password + "\n")
+        logging.getLogger("tornchat").info(
+            "The owner's password is in %s (readable by its owner only)", os.path.abspath(path)
+        )
 
 
 async def _serve(settings: Settings) -> None:
@@ -224,11 +259,12 @@ async def _serve(settings: Settings) -> None:
     except OSError as error:
         raise CommandError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}") from None
     server_state.start()
-    print(f"Serving {server_state.realm.name} at {settings.site_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    # Said once the signals stop it gracefully: a supervisor may send SIGTERM right after.
+    print(f"Serving {server_state.realm.name} at {settings.site_url}", flush=True)
     await stop.wait()
     # Graceful stop: refuse new connections, answer parked long-polls (their queues are saved
     # and restored at the next start), let those answers go out, then close and exit.
