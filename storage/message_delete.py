@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import groups, push_notifications
+from storage import groups, push_notifications, realm_settings
 from storage.channels import Channel
 from storage.db import Tx
 from storage.errors import ApiError
@@ -37,11 +37,12 @@ def check_can_delete(tx: Tx, actor: User, row: Any, channel: Channel | None) -> 
     assert sender is not None
     if actor.id not in (sender.id, sender.bot_owner_id):
         raise no_delete_permission()
-    if groups.is_member(tx, actor.id, realm_group(tx, "can_delete_own_message_group")):
-        return
-    if channel is not None and groups.is_member(tx, actor.id, channel.can_delete_own_message_group):
-        return
-    raise no_delete_permission()
+    own_allowed = groups.is_member(tx, actor.id, realm_group(tx, "can_delete_own_message_group")) or (
+        channel is not None and groups.is_member(tx, actor.id, channel.can_delete_own_message_group)
+    )
+    if not own_allowed:
+        raise no_delete_permission()
+    realm_settings.check_delete_limit(tx, row)  # only for deleting one's own: the right to delete any has none
 
 
 def delete_message(tx: Tx, actor: User, message_id: int) -> None:

@@ -10,8 +10,8 @@ can_resolve_topics_group); here those realm-wide rights belong to organization m
   the can_resolve_topics_group of the source or target channel;
 - channel: moderators, the source channel's administrators and its can_move_messages_out_of_channel_group;
   the target must be readable, and the actor allowed to post there (and to create the topic if new).
-There are no edit time limits. send_notification_to_old_thread/new_thread are accepted, but no
-notification-bot messages are sent.
+The realm's editing settings and time limits apply (storage/realm_settings.py).
+send_notification_to_old_thread/new_thread are accepted, but no notification-bot messages are sent.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from storage import flags, groups, linkify, recipients
+from storage import flags, groups, linkify, realm_settings, recipients
 from storage.channels import Channel, can_administer, content_access_ids, get_channel_by_id, has_content_access
 from storage.db import Tx, topic_key
 from storage.errors import ApiError
@@ -202,10 +202,11 @@ def update_message(tx: Tx, actor: User, message_id: int, request: EditRequest) -
     if request.propagate_mode not in PROPAGATE_MODES:
         raise ApiError("Invalid propagate_mode")
     row, _ = access_message(tx, actor, message_id)
-    if request.content is not None and row["sender_id"] != actor.id:
-        raise no_edit_permission()
+    if request.content is not None:
+        realm_settings.check_content_edit(tx, actor, row)  # editing allowed, the sender's, within the limit
     edit = plan_edit(tx, actor, row, request)
     check_edit_permissions(tx, actor, edit)
+    realm_settings.check_move_limits(tx, actor, row, edit.topic_edited and not edit.resolve_toggle, edit.stream_edited)
     viewers_before = message_viewers(tx, row, edit.orig_channel)
     event = base_event(tx, actor, edit)
     entry: dict[str, Any] = {"user_id": actor.id, "timestamp": tx.timestamp}

@@ -27,6 +27,8 @@ class Page:
         self.viewer = viewer
         self.realm: Realm = get_realm(tx)
         self.linkifiers = linkify.current(tx)  # topic_links come from its per-version cache
+        # With the realm's allow_edit_history off, nobody sees earlier versions (Zulip drops the field).
+        self.allow_edit_history = bool(tx.value("SELECT allow_edit_history FROM realm"))
         ids = [row["id"] for row in rows]
         self.reactions = _reactions(tx, self.realm, ids)
         channel_ids = sorted({row["channel_id"] for row in rows if row["channel_id"]})
@@ -148,7 +150,7 @@ def message_object(
     for key in ("last_edit_timestamp", "last_moved_timestamp"):
         if row[key] is not None:
             result[key] = row[key]
-    if row["edit_history"] is not None:
+    if row["edit_history"] is not None and page.allow_edit_history:
         result["edit_history"] = _edit_history(row, allow_empty_topic_name)
     return result
 

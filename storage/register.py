@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from storage import devices, drafts, groups, linkifiers, saved_snippets, scheduled_messages, subscriptions, users
+from storage import (
+    channels,
+    devices,
+    drafts,
+    groups,
+    linkifiers,
+    profile_fields,
+    register_realm,
+    register_user,
+    saved_snippets,
+    scheduled_messages,
+    subscriptions,
+    user_settings,
+    users,
+)
 from storage import realm as realm_storage
 from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
 from storage.db import Tx, topic_key
@@ -122,6 +138,65 @@ def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> di
     return {"subscriptions": subscribed, "unsubscribed": unsubscribed, "never_subscribed": never}
 
 
+# (event type, state key, value) of the features this server lacks.
+NOTHING_TO_SHOW: tuple[tuple[str, str, Any], ...] = (
+    ("muted_users", "muted_users", list), ("realm_domains", "realm_domains", list),
+    ("realm_playgrounds", "realm_playgrounds", list), ("default_stream_groups", "realm_default_stream_groups", list),
+    ("realm_embedded_bots", "realm_embedded_bots", list),
+    ("realm_incoming_webhook_bots", "realm_incoming_webhook_bots", list),
+    ("user_status", "user_status", dict), ("onboarding_steps", "onboarding_steps", list),
+)  # fmt: skip
+
+
+def _user_and_realm_state(
+    tx: Tx, user: users.User, realm: Realm, want: Callable[[str], bool], options: dict[str, Any]
+) -> dict[str, Any]:
+    """The own-user, settings, realm and conversation state of fetch_initial_state (Zulip's keys per type)."""
+    state: dict[str, Any] = {}
+    if want("realm"):
+        state.update(register_realm.realm_extra_state(tx, realm, options.get("push_enabled", False)))
+    if want("realm_user"):
+        state.update(register_user.own_user_state(tx, user, realm))
+        state["cross_realm_bots"] = register_user.cross_realm_bots(tx, realm)
+    if want("realm_bot"):
+        state["realm_bots"] = register_user.realm_bots(tx, user, realm)
+    if want("recent_private_conversations"):
+        state["recent_private_conversations"] = register_user.recent_private_conversations(tx, user)
+    if want("starred_messages"):
+        state["starred_messages"] = register_user.starred_message_ids(tx, user)
+    kinds = ("user_settings", "update_display_settings", "update_global_notifications")
+    legacy = not options.get("user_settings_object", False)
+    state.update(user_settings.user_settings_state(tx, user, legacy, {kind: want(kind) for kind in kinds}))
+    if want("realm_user_settings_defaults"):
+        state["realm_user_settings_defaults"] = user_settings.realm_user_settings_defaults()
+    if want("custom_profile_fields"):
+        state["custom_profile_fields"] = profile_fields.list_fields(tx)
+    if want("default_streams"):
+        state["realm_default_streams"] = [
+            channel_object(tx, channel, tx.now)
+            for channel in map(partial(get_channel_by_id, tx), channels.default_channel_ids(tx))
+            if channel is not None and has_metadata_access(tx, user, channel)
+        ]
+    if want("stream"):
+        state["streams"] = visible_channels(tx, user)
+    # Features this server does not have: no muted users, realm domains, code playgrounds, default
+    # channel groups, embedded or incoming-webhook bots, user statuses or onboarding steps.
+    for kind, key, value in NOTHING_TO_SHOW:
+        if want(kind):
+            state[key] = value() if callable(value) else value
+    return state
+
+
+def visible_channels(tx: Tx, user: users.User) -> list[dict[str, Any]]:
+    """The `streams` state: every active channel the user may know of, by name."""
+    result = []
+    for channel_id in tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name"):
+        channel = get_channel_by_id(tx, channel_id)
+        if channel is not None and has_metadata_access(tx, user, channel):
+            result.append(channel_object(tx, channel, tx.now))
+    return result
+
+
 def fetch_initial_state(
     tx: Tx, user: users.User, realm: Realm, wanted: set[str] | None, options: dict[str, Any]
 ) -> dict[str, Any]:
@@ -131,6 +206,7 @@ def fetch_initial_state(
         return wanted is None or kind in wanted
 
     state: dict[str, Any] = realm_state(tx, realm, options["server_generation"])
+    state.update(_user_and_realm_state(tx, user, realm, want, options))
     if want("message"):
         state["max_message_id"] = users.max_message_id(tx, user)
     if want("update_message_flags") or want("message"):

@@ -70,7 +70,8 @@ def user_settings_state(tx: Tx, user: User, legacy: bool, wants: dict[str, bool]
 
 def realm_user_settings_defaults() -> dict[str, Any]:
     """POST /register's realm_user_settings_defaults: the settings a new user starts with."""
-    return {**defaults(), "emojiset_choices": emojiset_choices(), "available_notification_sounds": list(NOTIFICATION_SOUNDS)}
+    sounds = list(NOTIFICATION_SOUNDS)
+    return {**defaults(), "emojiset_choices": emojiset_choices(), "available_notification_sounds": sounds}
 
 
 def check_setting(name: str, value: Any) -> Any:

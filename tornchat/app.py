@@ -38,6 +38,7 @@ from tornchat.handlers import (
     streams,
     subscriptions,
 )
+from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
 from tornchat.handlers import users as user_handlers
 from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits
@@ -174,6 +175,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *drafts.ROUTES,
     *saved_snippets.ROUTES,
     *settings_handlers.ROUTES,
+    *realm_handlers.ROUTES,
     *devices.ROUTES,
     *linkifiers.ROUTES,
 ]

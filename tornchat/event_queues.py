@@ -49,6 +49,7 @@ class EventQueue:
         "id", "user_id", "event_types", "narrow", "apply_markdown", "client_gravatar", "all_public_streams",
         "empty_topic_name", "linkifier_url_template", "lifespan", "entries", "size", "max_bytes", "next_id",
         "newest_pruned_id", "last_access", "waiter", "overflowed", "role", "last_message_id", "onlooker_copy",
+        "user_settings_object",
     )  # fmt: skip
 
     def __init__(self, queue_id: str, user_id: int, now: float, **options: Any) -> None:
@@ -61,6 +62,7 @@ class EventQueue:
         self.all_public_streams: bool = options.get("all_public_streams", False)
         self.empty_topic_name: bool = options.get("empty_topic_name", False)
         self.linkifier_url_template: bool = options.get("linkifier_url_template", False)
+        self.user_settings_object: bool = options.get("user_settings_object", False)
         self.lifespan: float = options.get("lifespan", DEFAULT_LIFESPAN)
         self.role: int = options.get("role", ROLE_MEMBER)  # decides whose real emails it may see
         self.entries: deque[Entry] = deque()
@@ -167,8 +169,11 @@ class EventQueue:
         return data
 
 
+# Old forms of user_settings events, for clients without the user_settings_object capability.
+LEGACY_SETTINGS_EVENTS = frozenset({"update_display_settings", "update_global_notifications"})
 SAVED_OPTIONS = (
     "narrow", "apply_markdown", "client_gravatar", "all_public_streams", "empty_topic_name", "linkifier_url_template",
+    "user_settings_object",
     "lifespan", "role",
 )  # fmt: skip
 
@@ -245,6 +250,8 @@ class EventQueues:
             return
         if event_type == "realm_linkifiers" and not queue.linkifier_url_template:
             return  # clients without the linkifier_url_template capability get no linkifiers (Zulip)
+        if event_type in LEGACY_SETTINGS_EVENTS and queue.user_settings_object:
+            return  # clients with the user_settings_object capability get user_settings events only (Zulip)
         if event_type == "message":
             self._deliver_message(queue, fanout, recipient)
         else:

@@ -104,6 +104,8 @@ def queue_options(p: QueueOptions, user: User) -> dict[str, Any]:
         "empty_topic_name": bool(capabilities.get("empty_topic_name")),
         # Zulip sends linkifiers only to clients that understand RFC 6570 url_template (FL 176).
         "linkifier_url_template": bool(capabilities.get("linkifier_url_template")),
+        # Settings events in the modern form only (user_settings), or also in the legacy forms (FL 89).
+        "user_settings_object": bool(capabilities.get("user_settings_object")),
         "lifespan": lifespan,
         "role": user.role,
     }
@@ -122,6 +124,8 @@ class RegisterHandler(BaseHandler):
             "include_subscribers": include_subscribers(p.include_subscribers),
             "empty_topic_name": options["empty_topic_name"],
             "linkifier_url_template": options["linkifier_url_template"],
+            "user_settings_object": options["user_settings_object"],
+            "push_enabled": self.server.settings.push_service_url is not None,
         }
         # The state is read and the queue created in one synchronous step on the IOLoop thread
         # (no await in between, and publishing runs on this thread too): every event committed

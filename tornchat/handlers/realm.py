@@ -1,0 +1,35 @@
+"""The organization's settings: PATCH /realm (the message-editing settings)."""
+
+from __future__ import annotations
+
+import msgspec
+import tornado.web
+
+from storage import realm_settings
+from tornchat.base import BaseHandler
+from tornchat.params import Params
+
+
+class UpdateRealm(msgspec.Struct, kw_only=True):
+    # Limits are seconds or the JSON string "unlimited" (Zulip's Json[int | str]).
+    allow_message_editing: bool | None = None
+    message_content_edit_limit_seconds: int | str | None = None
+    allow_edit_history: bool | None = None
+    message_content_delete_limit_seconds: int | str | None = None
+    move_messages_within_stream_limit_seconds: int | str | None = None
+    move_messages_between_streams_limit_seconds: int | str | None = None
+
+
+UPDATE_REALM = Params(UpdateRealm)
+
+
+class RealmHandler(BaseHandler):
+    params = {"patch": UPDATE_REALM}
+
+    def patch(self) -> None:
+        p = self.parse()
+        changes = {k: v for k, v in msgspec.structs.asdict(p).items() if v is not None}
+        self.respond(self.server.db.write(realm_settings.update_realm_settings, self.user, changes))
+
+
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [(r"/realm", RealmHandler)]
