@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from storage import flags, groups, linkify, realm_settings, recipients
+from storage.attachments import relink_attachments
 from storage.channels import Channel, can_administer, content_access_ids, get_channel_by_id, has_content_access
 from storage.db import Tx, topic_key
 from storage.errors import ApiError
@@ -210,15 +211,17 @@ def update_message(tx: Tx, actor: User, message_id: int, request: EditRequest) -
     viewers_before = message_viewers(tx, row, edit.orig_channel)
     event = base_event(tx, actor, edit)
     entry: dict[str, Any] = {"user_id": actor.id, "timestamp": tx.timestamp}
+    detached_uploads: list[dict[str, Any]] = []
     if edit.content is not None:
         edit_content(tx, actor, edit, entry, event)
+        detached_uploads = relink_attachments(tx, actor, message_id)
     if edit.moved:
         event["message_ids"] = move_messages(tx, actor, edit, entry)
     else:
         write_history(tx, message_id, entry)
         event["message_ids"] = [message_id]
     publish_update(tx, edit, event, viewers_before)
-    return {"detached_uploads": []}  # uploads are not supported: an edit never detaches one
+    return {"detached_uploads": detached_uploads}
 
 
 def base_event(tx: Tx, actor: User, edit: Edit) -> dict[str, Any]:

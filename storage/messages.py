@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from storage import flags, groups, push_notifications, recipients
+from storage.attachments import claim_attachments
 from storage.channels import (
     Channel,
     channel_does_not_exist,
@@ -323,6 +324,7 @@ def store_message(
         [(user_id, message_id, value) for user_id, value in sorted(bits.items())],
     )
     push_notifications.notify_new_message(tx, message_id, sender, destination, rendered, bits)
+    claim_attachments(tx, sender, message_id, rendered.html)
     publish_message(tx, message_id, bits, local=local)
     return message_id
 

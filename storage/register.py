@@ -232,4 +232,6 @@ def fetch_initial_state(
         state.update(saved_snippets.saved_snippets_state(tx, user))
     if want("device"):
         state.update(devices.devices_state(tx, user))
+    if want("realm"):
+        state["max_file_upload_size_mib"] = options["max_file_upload_size_mib"]  # a server setting
     return state

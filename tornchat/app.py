@@ -37,6 +37,7 @@ from tornchat.handlers import (
     server,
     streams,
     subscriptions,
+    uploads,
 )
 from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
@@ -178,6 +179,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *realm_handlers.ROUTES,
     *devices.ROUTES,
     *linkifiers.ROUTES,
+    *uploads.ROUTES,
 ]
 
 
@@ -191,6 +193,7 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
 def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     """Return the Tornado application serving the API from this Server."""
     handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
+    handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
     return tornado.web.Application(
         handlers,  # type: ignore[arg-type]
         default_handler_class=NotFoundHandler,
@@ -208,7 +211,9 @@ def make_http_server(server_state: Server) -> tornado.httpserver.HTTPServer:
     """
     settings = server_state.settings
     return tornado.httpserver.HTTPServer(
-        EdgeLimits(make_app(server_state), settings.max_body_size),
+        EdgeLimits(
+            make_app(server_state), settings.max_body_size, {API + uploads.UPLOAD_PATH: settings.upload_body_limit}
+        ),
         max_body_size=settings.max_body_size,
         max_header_size=HEADER_READ_LIMIT,
         idle_connection_timeout=settings.header_timeout,

@@ -50,6 +50,8 @@ def _settings(args: argparse.Namespace) -> Settings:
             "max_body_size",
             "trusted_proxy",
             "max_queue_bytes",
+            "max_file_upload_size_mib",
+            "upload_quota_mib",
         )
     }
     try:
@@ -99,6 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
         dest="max_queue_bytes",
         type=int,
         help="bytes of events one event queue may hold before its client must register again (default 1 MiB)",
+    )
+    serve.add_argument(
+        "--max-file-upload-size-mib",
+        dest="max_file_upload_size_mib",
+        type=int,
+        help="largest file POST /user_uploads accepts, in MiB (default 25)",
+    )
+    serve.add_argument(
+        "--upload-quota-mib",
+        dest="upload_quota_mib",
+        type=int,
+        help="MiB of uploaded files each user may keep (default 1024)",
     )
 
     init = commands.add_parser("init", help="create the database, organization, owner and zuliprc")

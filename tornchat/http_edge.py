@@ -119,28 +119,46 @@ def error_response(status: int, msg: str) -> bytes:
 class EdgeLimits(httputil.HTTPServerConnectionDelegate):
     """Wraps the application: requests within the limits reach it unchanged."""
 
-    def __init__(self, application: httputil.HTTPServerConnectionDelegate, max_body_size: int) -> None:
+    def __init__(
+        self,
+        application: httputil.HTTPServerConnectionDelegate,
+        max_body_size: int,
+        larger_bodies: dict[str, int] | None = None,
+    ) -> None:
+        """larger_bodies: {path: limit} for the POST paths whose bodies may exceed max_body_size (uploads)."""
         self.application = application
         self.max_body_size = max_body_size
+        self.larger_bodies = larger_bodies or {}
 
     def start_request(self, server_conn: object, request_conn: httputil.HTTPConnection) -> httputil.HTTPMessageDelegate:
         inner = self.application.start_request(server_conn, request_conn)
-        return _CheckedRequest(inner, request_conn, self.max_body_size)
+        return _CheckedRequest(inner, request_conn, self.max_body_size, self.larger_bodies)
 
     def on_close(self, server_conn: object) -> None:
         self.application.on_close(server_conn)
 
 
 class _CheckedRequest(httputil.HTTPMessageDelegate):
-    def __init__(self, inner: httputil.HTTPMessageDelegate, connection: httputil.HTTPConnection, limit: int) -> None:
+    def __init__(
+        self,
+        inner: httputil.HTTPMessageDelegate,
+        connection: httputil.HTTPConnection,
+        limit: int,
+        larger_bodies: dict[str, int],
+    ) -> None:
         self.inner = inner
         self.connection = connection
         self.limit = limit
+        self.larger_bodies = larger_bodies
 
     def headers_received(
         self, start_line: httputil.RequestStartLine | httputil.ResponseStartLine, headers: httputil.HTTPHeaders
     ) -> object:
         assert isinstance(start_line, httputil.RequestStartLine)
+        larger = self.larger_bodies.get(start_line.path.split("?", 1)[0]) if start_line.method == "POST" else None
+        if larger is not None:
+            self.limit = larger
+            self.connection.set_max_body_size(larger)  # type: ignore[attr-defined]
         refused = refusal(start_line, headers, self.limit)
         if refused is None:
             return self.inner.headers_received(start_line, headers)

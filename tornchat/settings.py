@@ -20,6 +20,12 @@ DEFAULT_BODY_TIMEOUT = 120.0
 # Bytes of events one event queue may hold (docs/reliability.md): about 1,000 messages of a few
 # hundred characters. A client further behind is told to register again (BAD_EVENT_QUEUE_ID).
 DEFAULT_MAX_QUEUE_BYTES = 1024 * 1024
+# Uploads (POST /user_uploads): the largest file (Zulip's MAX_FILE_UPLOAD_SIZE default) and the
+# bytes of files one user may keep. An upload request may be this much larger than its file (part
+# headers, boundaries): its body limit is the file limit plus this, or max_body_size if larger.
+DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB = 25
+DEFAULT_UPLOAD_QUOTA_MIB = 1024
+MULTIPART_OVERHEAD = 64 * 1024
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -43,6 +49,13 @@ class Settings(msgspec.Struct, kw_only=True):
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     trusted_proxy: list[str] = msgspec.field(default_factory=list)
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES
+    max_file_upload_size_mib: int = DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB
+    upload_quota_mib: int = DEFAULT_UPLOAD_QUOTA_MIB
+
+    @property
+    def upload_body_limit(self) -> int:
+        """The largest POST /user_uploads body: room for the largest file and its multipart framing."""
+        return max(self.max_body_size, self.max_file_upload_size_mib * 1024 * 1024 + MULTIPART_OVERHEAD)
 
     @property
     def trusted_proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
@@ -87,6 +100,8 @@ ENVIRONMENT = {
     "body_timeout": "TORNCHAT_BODY_TIMEOUT",
     "trusted_proxy": "TORNCHAT_TRUSTED_PROXY",
     "max_queue_bytes": "TORNCHAT_MAX_QUEUE_BYTES",
+    "max_file_upload_size_mib": "TORNCHAT_MAX_FILE_UPLOAD_SIZE_MIB",
+    "upload_quota_mib": "TORNCHAT_UPLOAD_QUOTA_MIB",
 }
 
 
@@ -110,6 +125,8 @@ def load_settings(flags: dict[str, object], environ: dict[str, str] | None = Non
     check_edge_settings(settings)
     if settings.max_queue_bytes < 1:
         raise ValueError("max queue bytes must be positive")
+    if settings.max_file_upload_size_mib < 0 or settings.upload_quota_mib < 0:
+        raise ValueError("max file upload size and upload quota must not be negative")
     return settings
 
 

@@ -124,6 +124,7 @@ class RegisterHandler(BaseHandler):
             "include_subscribers": include_subscribers(p.include_subscribers),
             "empty_topic_name": options["empty_topic_name"],
             "linkifier_url_template": options["linkifier_url_template"],
+            "max_file_upload_size_mib": self.server.settings.max_file_upload_size_mib,
             "user_settings_object": options["user_settings_object"],
             "push_enabled": self.server.settings.push_service_url is not None,
         }

@@ -52,6 +52,7 @@ class ServerSettingsHandler(BaseHandler):
                 "realm_icon": f"{realm.url}/static/images/logo/zulip-icon-128x128.png",
                 "realm_description": "",
                 "realm_web_public_access_enabled": realm.enable_spectator_access,
+                "max_file_upload_size_mib": self.server.settings.max_file_upload_size_mib,
             }
         )
 
