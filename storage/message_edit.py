@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from storage import flags, groups, linkify, realm_settings, recipients
+from storage import alert_words, flags, groups, linkify, realm_settings, recipients
 from storage.attachments import relink_attachments
 from storage.channels import Channel, can_administer, content_access_ids, get_channel_by_id, has_content_access
 from storage.db import Tx, topic_key
@@ -32,6 +32,7 @@ from storage.message_objects import MESSAGE_COLUMNS, message_objects
 from storage.message_render import render_message
 from storage.messages import Destination, check_content, user_flags
 from storage.topics import RESOLVED_PREFIX, check_topic_allowed, normalize_topic, topic_exists
+from storage.user_topics import user_topic_event
 from storage.users import User
 
 PROPAGATE_MODES = ("change_one", "change_later", "change_all")
@@ -264,8 +265,10 @@ def edit_content(tx: Tx, actor: User, edit: Edit, entry: dict[str, Any], event: 
     destination = Destination(row["recipient_id"], edit.orig_channel, edit.target_topic, sorted(current))
     # The same mention rules as sending; other flags (read, starred, ...) are the users' own.
     computed = user_flags(tx, actor, destination, rendered, False)
+    alert_words.flag_alert_words(tx, row["sender_id"], content, computed)  # Zulip re-matches them on edit
+    recomputed = flags.ANY_MENTION | flags.HAS_ALERT_WORD
     changed = [
-        ((bits & ~flags.ANY_MENTION) | (computed[user_id] & flags.ANY_MENTION), user_id, row["id"])
+        ((bits & ~recomputed) | (computed[user_id] & recomputed), user_id, row["id"])
         for user_id, bits in current.items()
     ]
     tx.executemany("UPDATE user_messages SET flags = ? WHERE user_id = ? AND message_id = ?", changed)
@@ -397,11 +400,6 @@ def move_user_topics(tx: Tx, edit: Edit) -> None:
             (user_id, target.id, edit.target_topic, topic_key(edit.target_topic), policy, now),
         )
         tx.publish(user_topic_event(target.id, edit.target_topic, policy, now), [user_id])
-
-
-def user_topic_event(channel_id: int, topic: str, policy: int, now: int) -> dict[str, Any]:
-    return {"type": "user_topic", "stream_id": channel_id, "topic_name": topic, "last_updated": now,
-            "visibility_policy": policy}  # fmt: skip
 
 
 def publish_update(tx: Tx, edit: Edit, event: dict[str, Any], viewers_before: dict[int, int | None]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from storage import flags, groups, push_notifications, recipients
+from storage import alert_words, flags, groups, push_notifications, recipients
 from storage.attachments import claim_attachments
 from storage.channels import (
     Channel,
@@ -319,6 +319,7 @@ def store_message(
     if read_by_sender is None:
         read_by_sender = default_read_by_sender(client, sender, destination)
     bits = user_flags(tx, sender, destination, rendered, read_by_sender)
+    alert_words.flag_alert_words(tx, sender.id, content, bits)
     tx.executemany(
         "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)",
         [(user_id, message_id, value) for user_id, value in sorted(bits.items())],

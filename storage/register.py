@@ -23,11 +23,13 @@ from storage import (
     users,
 )
 from storage import realm as realm_storage
+from storage.alert_words import alert_words_state
 from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
 from storage.db import Tx, topic_key
-from storage.flags import ANY_MENTION
+from storage.flags import ANY_MENTION, MENTIONED
 from storage.realm import Realm
 from storage.topics import display_topic
+from storage.user_topics import list_user_topics, muted_checker, muted_topics
 
 # Unread messages beyond this many are left out of unread_msgs (old_unreads_missing is set).
 MAX_UNREAD_MESSAGES = 50_000
@@ -82,8 +84,13 @@ def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[st
     streams: dict[tuple[int, str], tuple[str, list[int]]] = {}  # (channel, topic_key): (topic, ids)
     pms: dict[int, list[int]] = {}
     huddles: dict[str, list[int]] = {}
+    # Zulip's rule: unread messages of muted topics and channels stay listed but are not counted,
+    # and mention them only when the user is mentioned by name (not by a wildcard).
+    is_muted, muted = muted_checker(tx, user_id), set[int]()
     for row in rows:
         if row["channel_id"] is not None:
+            if is_muted(row["channel_id"], row["topic"]):
+                muted.add(row["message_id"])
             # One entry per topic whatever the case each message spells it in, named as the oldest
             # spells it, sorted by the folded name (Zulip's rule, which folds the display name).
             topic = display_topic(row["topic"], empty_topic_name)
@@ -96,13 +103,17 @@ def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[st
             other = next((p for p in people if p != user_id), user_id)
             pms.setdefault(other, []).append(row["message_id"])
     return {
-        "count": len(rows),
+        "count": len(rows) - len(muted),
         "pms": [{"other_user_id": o, "sender_id": o, "unread_message_ids": ids} for o, ids in sorted(pms.items())],
         "streams": [
             {"stream_id": c, "topic": t, "unread_message_ids": ids} for (c, _), (t, ids) in sorted(streams.items())
         ],
         "huddles": [{"user_ids_string": k, "unread_message_ids": ids} for k, ids in sorted(huddles.items())],
-        "mentions": [r["message_id"] for r in rows if r["flags"] & ANY_MENTION],
+        "mentions": [
+            r["message_id"]
+            for r in rows
+            if r["flags"] & MENTIONED or (r["flags"] & ANY_MENTION and r["message_id"] not in muted)
+        ],
         "old_unreads_missing": missing,
     }
 
@@ -232,6 +243,12 @@ def fetch_initial_state(
         state.update(saved_snippets.saved_snippets_state(tx, user))
     if want("device"):
         state.update(devices.devices_state(tx, user))
+    if want("user_topic"):
+        state["user_topics"] = list_user_topics(tx, user, options.get("empty_topic_name", False))
+    if want("muted_topics"):
+        state["muted_topics"] = muted_topics(tx, user, options.get("empty_topic_name", False))
+    if want("alert_words"):
+        state.update(alert_words_state(tx, user))
     if want("realm"):
         state["max_file_upload_size_mib"] = options["max_file_upload_size_mib"]  # a server setting
     return state

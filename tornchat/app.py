@@ -20,6 +20,7 @@ from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.event_queues import EventQueues
 from tornchat.events import EventBus
 from tornchat.handlers import (
+    alert_words,
     channel_folders,
     channels,
     devices,
@@ -37,7 +38,9 @@ from tornchat.handlers import (
     server,
     streams,
     subscriptions,
+    topics,
     uploads,
+    user_topics,
 )
 from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
@@ -180,6 +183,9 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *devices.ROUTES,
     *linkifiers.ROUTES,
     *uploads.ROUTES,
+    *user_topics.ROUTES,
+    *alert_words.ROUTES,
+    *topics.ROUTES,
 ]
 
 
