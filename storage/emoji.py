@@ -1,4 +1,8 @@
-"""Emoji for reactions: Unicode emoji (from the `emoji` package), the realm's custom emoji, "zulip".
+"""Emoji: Zulip's names for Unicode emoji, the realm's custom emoji, "zulip"; emoji found in text.
+
+Names and codes are Zulip's (storage/emoji_names.json, written by storage/emoji_data_build.py from
+Zulip's emoji name table): each emoji code has a canonical name and aliases, and every one of those
+names is accepted for reactions and `:name:` in messages, as Zulip's clients offer them.
 
 Each reaction lives in one namespace, its `reaction_type` (spec 2.6): `unicode_emoji` (emoji_code
 is the dash-separated hex of the codepoints), `realm_emoji` (emoji_code is the custom emoji's id)
@@ -8,11 +12,11 @@ and `zulip_extra_emoji` (the one extra emoji, code and name "zulip"; the spec sp
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import unicodedata
+from collections.abc import Iterator
 from typing import Any
-
-import emoji as emoji_data
 
 from storage.db import Tx
 from storage.errors import ApiError
@@ -23,20 +27,16 @@ EXTRA_EMOJI = "zulip_extra_emoji"
 REACTION_TYPES = {UNICODE_EMOJI: UNICODE_EMOJI, REALM_EMOJI: REALM_EMOJI, EXTRA_EMOJI: EXTRA_EMOJI}
 REACTION_TYPES["service_extra_emoji"] = EXTRA_EMOJI
 EXTRA_EMOJI_NAME = "zulip"
+# Zulip's own URL for its extra emoji, used in rendered messages as Zulip does.
+EXTRA_EMOJI_URL = "/static/generated/emoji/images/emoji/unicode/zulip.png"
+DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "emoji_names.json")
 
 # Variation selectors only choose text or emoji presentation: codes leave them out, as Zulip's do,
 # so "❤" and "❤️" are the same emoji "2764".
 VARIATION_SELECTORS = {0xFE0E, 0xFE0F}
-_QUOTES = re.compile(r"[’'\"“”]")
-_NOT_NAME = re.compile(r"[^a-z0-9+\-]+")
-
-
-def emoji_name(shortcode: str) -> str:
-    """Return the Zulip-style name of a shortcode: ":Woman’s_hat:" -> "womans_hat", ":+1:" -> "+1"."""
-    text = unicodedata.normalize("NFKD", shortcode.strip(":").lower())
-    text = "".join(c for c in text if not unicodedata.combining(c))  # piñata -> pinata
-    text = text.replace("#", "hash").replace("*", "asterisk")  # keycap_# and keycap_* stay apart
-    return _NOT_NAME.sub("_", _QUOTES.sub("", text)).strip("_")
+# What makes a known emoji part of a longer sequence (skin tone, joiner, keycap, tag): Zulip looks
+# the whole sequence up, and one it does not know stays text.
+_EXTENDERS = {0x200D, 0x20E3, *range(0x1F3FB, 0x1F400), *range(0xE0020, 0xE0080)}
 
 
 def emoji_code(text: str) -> str:
@@ -44,23 +44,74 @@ def emoji_code(text: str) -> str:
     return "-".join(f"{ord(c):04x}" for c in text if ord(c) not in VARIATION_SELECTORS)
 
 
-def _build_tables() -> tuple[dict[str, str], dict[str, str]]:
-    """Return (name -> code, code -> canonical name), built once at import."""
+def _load() -> tuple[dict[str, str], dict[str, str], frozenset[str]]:
+    """Return (name -> code, code -> canonical name, text-presentation codes) from the data file."""
+    with open(DATA_FILE, encoding="utf-8") as data_file:
+        data = json.load(data_file)
     name_to_code: dict[str, str] = {}
     code_to_name: dict[str, str] = {}
-    aliases: list[tuple[str, str]] = []
-    for text, data in emoji_data.EMOJI_DATA.items():
-        code, name = emoji_code(text), emoji_name(data["en"])
-        code_to_name.setdefault(code, name)
-        name_to_code.setdefault(name, code)
-        aliases.extend((emoji_name(alias), code) for alias in data.get("alias", ()))
-    # Aliases ("+1", "heart", "smile") come second so that no alias hides another emoji's own name.
-    for name, code in aliases:
-        name_to_code.setdefault(name, code)
-    return name_to_code, code_to_name
+    for code, canonical, aliases in data["emoji"]:
+        code_to_name[code] = canonical
+        # Zulip's generate_name_to_codepoint_map: every name and alias, in the table's order.
+        for name in (canonical, *aliases):
+            name_to_code[name] = code
+    return name_to_code, code_to_name, frozenset(data["text_presentation"])
 
 
-NAME_TO_CODE, CODE_TO_NAME = _build_tables()
+NAME_TO_CODE, CODE_TO_NAME, _TEXT_PRESENTATION = _load()
+_MAX_PARTS = max(code.count("-") + 1 for code in CODE_TO_NAME)
+_EMOJI_CHARS = sorted(
+    {int(part, 16) for code in CODE_TO_NAME for part in code.split("-")} | VARIATION_SELECTORS | _EXTENDERS
+)
+_EMOJI_RUN = re.compile("[" + "".join(re.escape(chr(c)) for c in _EMOJI_CHARS) + "]+")
+# Zulip's EMOJI_REGEX: `:name:`; an unknown name stays text and is not looked into again.
+EMOJI_SYNTAX = re.compile(r":[\w\-+]+:")
+
+
+def _is_text_presentation(raw: str) -> bool:
+    """Zulip's TEXT_PRESENTATION_RE: one text-style character (maybe a keycap) without FE0F is text."""
+    if len(raw) == 2 and raw[1] == "\u20e3":
+        raw = raw[0]
+    return len(raw) == 1 and f"{ord(raw):04x}" in _TEXT_PRESENTATION
+
+
+def _longest_at(run: str, start: int) -> tuple[str, int] | None:
+    """Return (code, end) of the longest known emoji starting at run[start], or None."""
+    parts: list[str] = []
+    ends: list[int] = []
+    index = start
+    while index < len(run) and len(parts) < _MAX_PARTS:
+        if ord(run[index]) not in VARIATION_SELECTORS:
+            parts.append(f"{ord(run[index]):04x}")
+            ends.append(index + 1)
+        elif ends:
+            ends[-1] = index + 1  # a variation selector belongs to the character before it
+        index += 1
+    for count in range(len(parts), 0, -1):
+        code = "-".join(parts[:count])
+        if code in CODE_TO_NAME:
+            return code, ends[count - 1]
+    return None
+
+
+def find_unicode_emoji(text: str) -> Iterator[tuple[int, int, str]]:
+    """Yield (start, end, code) of each emoji typed as Unicode in text that Zulip's names know."""
+    for run in _EMOJI_RUN.finditer(text):
+        chars, index = run.group(), 0
+        while index < len(chars):
+            found = _longest_at(chars, index)
+            if found is None:
+                index += 1
+                continue
+            code, end = found
+            if end < len(chars) and ord(chars[end]) in _EXTENDERS:
+                # Part of a longer sequence Zulip has no name for: skip the whole sequence.
+                end += 1
+                while end < len(chars) and (ord(chars[end]) in _EXTENDERS or ord(chars[end - 1]) == 0x200D):
+                    end += 1
+            elif not _is_text_presentation(chars[index:end]):
+                yield run.start() + index, run.start() + end, code
+            index = end
 
 
 def reaction_type(value: str) -> str:
@@ -72,7 +123,7 @@ def reaction_type(value: str) -> str:
 
 
 def create_realm_emoji(tx: Tx, name: str, author_id: int | None) -> int:
-    """Add a custom emoji (no image: uploads are not supported) and return its id."""
+    """Add a custom emoji row without an image (tests; uploads use storage.realm_emoji); return its id."""
     cursor = tx.execute("INSERT INTO realm_emoji (name, author_id) VALUES (?, ?)", (name, author_id))
     assert cursor.lastrowid is not None
     return cursor.lastrowid

@@ -4,12 +4,13 @@ CommonMark through markdown-it-py with raw HTML escaped, changed where Zulip use
 a newline is a line break, `~~x~~` is <del>, only `*` makes emphasis (`_` stays text, as in
 snake_case), no reference links or setext headings, tables, bare URLs and emails become links
 (linkify-it-py), code blocks in Zulip's `codehilite` markup, ```quote and ```spoiler blocks, user
-and group mentions, channel and topic links. Zulip's HTML is the contract: clients style its class
-names, so the markup below copies it.
+and group mentions, channel and topic links, emoji (storage/message_emoji.py). Zulip's HTML is the
+contract: clients style its class names, so the markup below copies it.
 
 Mentions and channel links are inline rules, so code spans and code blocks never hold one.
 Realm linkifiers (storage/linkify.py) run on the plain text left after links and autolinks. Not
-rendered (left as typed): emoji, LaTeX, <time:...>, syntax highlighting, inline image previews.
+rendered (left as typed): emoticons (translate_emoticons is off by default), LaTeX, <time:...>,
+syntax highlighting, inline image previews.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from markdown_it.rules_inline import StateInline, emphasis
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from storage import linkify, markdown
+from storage import linkify, markdown, message_emoji
 from storage.channels import get_channel_by_id, has_metadata_access
 from storage.db import Tx
+from storage.realm_emoji import active_realm_emoji_urls
 from storage.users import User
 
 
@@ -117,6 +119,10 @@ class _Context:
         self.has_link = self.has_image = self.has_attachment = False
         self.nesting = 0
         self._cache: dict[tuple[str, str], _Span | None] = {}
+
+    @cached_property
+    def realm_emoji(self) -> dict[str, str]:
+        return active_realm_emoji_urls(self.tx)
 
     @cached_property
     def realm_prefix(self) -> str | None:
@@ -354,10 +360,12 @@ def _build() -> MarkdownIt:
     md.inline.ruler.before("emphasis", "zulip_mention", _mention_rule)
     md.core.ruler.push("zulip_inspect", _inspect)
     md.core.ruler.before("zulip_inspect", "zulip_linkifiers", linkify.linkify_rule)
+    md.core.ruler.before("zulip_inspect", "zulip_emoji", message_emoji.emoji_rule(lambda env: env["zulip"].realm_emoji))
     md.add_render_rule("fence", _render_fence)
     md.add_render_rule("code_block", _render_code_block)
     md.add_render_rule("image", markdown.render_image_as_link)
     md.add_render_rule("zulip_mention", _render_mention)
+    md.add_render_rule("zulip_emoji", message_emoji.render_emoji)
     return md
 
 

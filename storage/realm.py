@@ -18,6 +18,7 @@ EMPTY_TOPIC_DISPLAY_NAME = "general chat"
 # Realm settings that hold a group id, and the system group each starts as.
 REALM_GROUP_DEFAULTS = {
     "can_access_all_users_group": "role:everyone",
+    "can_add_custom_emoji_group": "role:members",
     "can_add_subscribers_group": "role:members",
     "can_create_groups": "role:members",
     "can_create_private_channel_group": "role:members",

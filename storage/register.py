@@ -28,6 +28,7 @@ from storage.channels import channel_object, get_channel_by_id, has_content_acce
 from storage.db import Tx, topic_key
 from storage.flags import ANY_MENTION, MENTIONED
 from storage.realm import Realm
+from storage.realm_emoji import realm_emoji_state
 from storage.topics import display_topic
 from storage.user_topics import list_user_topics, muted_checker, muted_topics
 
@@ -243,6 +244,8 @@ def fetch_initial_state(
         state.update(saved_snippets.saved_snippets_state(tx, user))
     if want("device"):
         state.update(devices.devices_state(tx, user))
+    if want("realm_emoji"):
+        state.update(realm_emoji_state(tx))
     if want("user_topic"):
         state["user_topics"] = list_user_topics(tx, user, options.get("empty_topic_name", False))
     if want("muted_topics"):

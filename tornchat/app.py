@@ -33,6 +33,7 @@ from tornchat.handlers import (
     messages,
     profile_fields,
     reactions,
+    realm_emoji,
     saved_snippets,
     scheduled_messages,
     server,
@@ -174,6 +175,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *message_edit.ROUTES,
     *message_flags.ROUTES,
     *reactions.ROUTES,
+    *realm_emoji.ROUTES,
     *events.ROUTES,
     *scheduled_messages.ROUTES,
     *drafts.ROUTES,
@@ -199,6 +201,7 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
 def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     """Return the Tornado application serving the API from this Server."""
     handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
+    handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
     return tornado.web.Application(
         handlers,  # type: ignore[arg-type]
