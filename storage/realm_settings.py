@@ -22,6 +22,7 @@ from storage.users import User
 # Zulip's edit_limit_buffer: seconds of grace after the edit limit.
 EDIT_LIMIT_BUFFER = 20
 UNLIMITED = "unlimited"
+MAX_TIME_LIMIT = 2**31 - 1  # Zulip's PositiveIntegerField
 TIME_LIMITS = (
     "message_content_edit_limit_seconds",
     "message_content_delete_limit_seconds",
@@ -66,7 +67,7 @@ def parse_time_limit(name: str, value: int | str) -> int | None:
     """Return a limit in seconds, or None for "unlimited"; Zulip's error for anything else."""
     if value == UNLIMITED:
         return None
-    if isinstance(value, str) or value <= 0:
+    if isinstance(value, str) or not 0 < value <= MAX_TIME_LIMIT:
         raise ApiError(
             f"Bad value for '{name}': {value}", "REQUEST_VARIABLE_INVALID", data={"var_name": name, "bad_value": value}
         )

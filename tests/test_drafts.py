@@ -344,7 +344,8 @@ def test_disabling_synchronization(live):
                     "setting_name": "enable_drafts_synchronization", "setting": False}  # fmt: skip
     # The server forgets the drafts without drafts/remove events: clients keep their copies.
     assert [(e, ids) for e, ids in live.events()[count:]] == [
-        (setting_event, [live.owner.id]), (legacy_event, [live.owner.id])
+        (setting_event, [live.owner.id]),
+        (legacy_event, [live.owner.id]),
     ]
     assert live.read(lambda tx: tx.value("SELECT count(*) FROM drafts WHERE user_id = ?", (live.owner.id,))) == 0
     assert live.user(live.owner.id).enable_drafts_synchronization is False
@@ -379,7 +380,8 @@ def test_settings_parameters(live):
     assert_error(response, "enable_drafts_synchronization is not valid JSON")
     response = live.owner.patch("/settings", {"enable_drafts_synchronization": 1})
     assert_error(response, "enable_drafts_synchronization is not a boolean")
-    body = assert_success(live.owner.patch("/settings", {"email": "new@example.com", "enable_drafts_synchronization": False}))
+    params = {"email": "new@example.com", "enable_drafts_synchronization": False}
+    body = assert_success(live.owner.patch("/settings", params))
     assert body["ignored_parameters_unsupported"] == ["email"]
     assert live.user(live.owner.id).delivery_email != "new@example.com"
 
