@@ -52,6 +52,12 @@ def check_file_size(size: int, max_mib: int) -> None:
         raise ApiError(f"Uploaded file is larger than the allowed limit of {max_mib} MiB")
 
 
+def check_quota(tx: Tx, user: User, size: int, quota_mib: int) -> None:
+    """Raise the quota error if the user's files and `size` more bytes would exceed their quota."""
+    if space_used(tx, user.id) + size > quota_mib * upload_files.MIB:
+        raise ApiError("Upload would exceed your upload quota.", "REALM_UPLOAD_QUOTA")
+
+
 def space_used(tx: Tx, user_id: int) -> int:
     """Bytes of all files the user uploaded (what their quota counts)."""
     return int(tx.value("SELECT COALESCE(SUM(size), 0) FROM attachments WHERE owner_id = ?", (user_id,)))
@@ -92,8 +98,7 @@ def create_attachment(tx: Tx, user: User, upload: NewUpload, data_dir: str, quot
     Raises the quota error (nothing stored). The rename happens last, inside the transaction: if it
     fails, the row is rolled back with it.
     """
-    if space_used(tx, user.id) + upload.size > quota_mib * upload_files.MIB:
-        raise ApiError("Upload would exceed your upload quota.", "REALM_UPLOAD_QUOTA")
+    check_quota(tx, user, upload.size, quota_mib)  # again: another upload may have committed meanwhile
     cursor = tx.execute(
         "INSERT INTO attachments (owner_id, path_id, file_name, content_type, size, create_time)"
         " VALUES (?, ?, ?, ?, ?, ?)",

@@ -3,8 +3,9 @@
 Tornado enforces its own limits (`max_body_size`, `max_header_size`) by closing the connection,
 with at most a bare "400 Bad Request". `EdgeLimits` wraps the application and looks at each
 request's head before Tornado reads the body: a declared Content-Length over the limit gets a
-JSON 413, a URL over MAX_URL_LENGTH a 414, header fields over MAX_HEADER_FIELDS_SIZE a 431. The
-connection is then taken from Tornado (`detach`), answered and closed, so the body is never read.
+JSON 413 (the POST paths in `larger_bodies`, uploads, have their own limit), a URL over
+MAX_URL_LENGTH a 414, header fields over MAX_HEADER_FIELDS_SIZE a 431. The connection is then
+taken from Tornado (`detach`), answered and closed, so the body is never read.
 
 What Tornado still answers itself (docs/reliability.md): a chunked body that grows past the limit
 (a bare 400), a head over HEADER_READ_LIMIT, and header or body timeouts (the connection closes).

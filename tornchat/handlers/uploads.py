@@ -28,6 +28,8 @@ def store_upload(handler: BaseHandler, upload: tornado.httputil.HTTPFile) -> dic
     """Check, stage and record one uploaded file; nothing is left behind if any step fails."""
     settings = handler.server.settings
     attachments.check_file_size(len(upload.body), settings.max_file_upload_size_mib)
+    # Before writing anything; create_attachment checks again in the transaction that counts.
+    handler.server.db.read(attachments.check_quota, handler.user, len(upload.body), settings.upload_quota_mib)
     name = upload_files.display_name(upload.filename)
     new = attachments.NewUpload(
         staged=upload_files.stage(settings.data_dir, upload.body),
