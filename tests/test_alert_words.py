@@ -174,3 +174,10 @@ def test_receiver_words_query_uses_the_index(live):
     )
     assert "alert_words_by_user" in plan
     assert "SCAN alert_words" not in plan
+
+
+def test_the_zulip_package(live, zulip_client):
+    assert zulip_client.add_alert_words(["Lunch", "tea"])["alert_words"] == ["Lunch", "tea"]
+    assert zulip_client.get_alert_words()["alert_words"] == ["Lunch", "tea"]
+    assert zulip_client.remove_alert_words(["LUNCH"])["alert_words"] == ["tea"]
+    assert words(live.owner) == ["tea"]

@@ -111,3 +111,11 @@ def test_queries_walk_the_topic_index(live, query):
     assert [step for step in plan if step.startswith("SCAN")] == ["SCAN t"], plan
     if query == channel_topics.RECEIVED_TOPICS_SQL:
         assert "SEARCH um USING PRIMARY KEY (user_id=? AND message_id=?)" in plan
+
+
+def test_the_zulip_package(live, zulip_client):
+    general = make_channel(live, "general", [live.owner.id])
+    message_id = send_ok(live.owner, "general", "a", "lunch")
+    result = zulip_client.get_stream_topics(general)
+    assert result["topics"] == [{"name": "lunch", "max_id": message_id}], result
+    assert zulip_client.get_stream_topics(999999)["msg"] == "Invalid channel ID"

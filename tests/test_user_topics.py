@@ -234,3 +234,17 @@ def test_is_muted_and_is_followed_follow_the_endpoint(live):
     assert_success(alice.patch(LEGACY, {"stream_id": general, "topic": "lunch", "op": "remove"}))
     assert narrow_ids(alice, [["is", "muted"]]) == []
     assert narrow_ids(live.owner, [["is", "muted"]]) == []  # alice's settings are hers
+
+
+def test_the_zulip_package(live, zulip_client):
+    general = make_channel(live, "general", [live.owner.id])
+    result = zulip_client.mute_topic({"op": "add", "stream": "general", "topic": "lunch"})
+    assert result["result"] == "success", result
+    assert user_topics_state(live.owner)["muted_topics"][0][:2] == ["general", "lunch"]
+    request = {"stream_id": general, "topic": "lunch", "visibility_policy": FOLLOWED}
+    result = zulip_client.call_endpoint(url="user_topics", method="POST", request=request)
+    assert result["result"] == "success", result
+    assert [t["visibility_policy"] for t in user_topics_state(live.owner)["user_topics"]] == [FOLLOWED]
+    result = zulip_client.mute_topic({"op": "remove", "stream_id": general, "topic": "lunch"})
+    assert result["result"] == "success", result
+    assert user_topics_state(live.owner)["user_topics"] == []
