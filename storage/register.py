@@ -27,6 +27,7 @@ from storage.alert_words import alert_words_state
 from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
 from storage.db import Tx, topic_key
 from storage.flags import ANY_MENTION, MENTIONED
+from storage.presence import presence_state
 from storage.realm import Realm
 from storage.realm_emoji import realm_emoji_state
 from storage.topics import display_topic
@@ -183,6 +184,7 @@ def _user_and_realm_state(
         state["realm_user_settings_defaults"] = user_settings.realm_user_settings_defaults()
     if want("custom_profile_fields"):
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
+        state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
     if want("default_streams"):
         state["realm_default_streams"] = [
             channel_object(tx, channel, tx.now)
@@ -244,14 +246,19 @@ def fetch_initial_state(
         state.update(saved_snippets.saved_snippets_state(tx, user))
     if want("device"):
         state.update(devices.devices_state(tx, user))
+    if want("presence"):
+        state.update(
+            presence_state(tx, realm, options.get("slim_presence", False),
+                           options.get("presence_last_update_id"), options.get("presence_history_limit_days"))
+        )  # fmt: skip
     if want("realm_emoji"):
         state.update(realm_emoji_state(tx))
+    if want("realm"):
+        state["max_file_upload_size_mib"] = options["max_file_upload_size_mib"]  # a server setting
     if want("user_topic"):
         state["user_topics"] = list_user_topics(tx, user, options.get("empty_topic_name", False))
     if want("muted_topics"):
         state["muted_topics"] = muted_topics(tx, user, options.get("empty_topic_name", False))
     if want("alert_words"):
         state.update(alert_words_state(tx, user))
-    if want("realm"):
-        state["max_file_upload_size_mib"] = options["max_file_upload_size_mib"]  # a server setting
     return state

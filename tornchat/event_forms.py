@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from storage.messages import LOCAL, RAW_CONTENT, SENDER_INFO
+from storage.presence import presence_event_form
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
+from storage.typing_notifications import typing_event_form
 from storage.users import VISIBLE_TO_ROLE
 
 if TYPE_CHECKING:
@@ -58,9 +60,20 @@ class Fanout:
             local = self.event.get(LOCAL)
             own = local is not None and local.get("queue_id") == queue.id
             key = (message_form(queue, self.event), tuple(flags or ()), own)
+        elif self.event["type"] == "presence":
+            key = ("presence", queue.simplified_presence_events, queue.slim_presence)
+        elif self.event["type"] == "typing" and self.event.get("topic") == "":
+            key = ("typing", queue.empty_topic_name)
         found = self.forms.get(key)
         if found is None:
-            body = self.plain if key is None else self._message_body(*key)
+            if key is None:
+                body = self.plain
+            elif key[0] == "presence":
+                body = presence_event_form(self.event, key[1], key[2])
+            elif key[0] == "typing":
+                body = typing_event_form(self.event, key[1])
+            else:
+                body = self._message_body(*key)
             found = self.forms[key] = (body, event_size(body))
         return found
 

@@ -50,6 +50,7 @@ class EventQueue:
         "empty_topic_name", "linkifier_url_template", "lifespan", "entries", "size", "max_bytes", "next_id",
         "newest_pruned_id", "last_access", "waiter", "overflowed", "role", "last_message_id", "onlooker_copy",
         "user_settings_object",
+        "stream_typing_notifications", "simplified_presence_events", "slim_presence",
     )  # fmt: skip
 
     def __init__(self, queue_id: str, user_id: int, now: float, **options: Any) -> None:
@@ -63,6 +64,9 @@ class EventQueue:
         self.empty_topic_name: bool = options.get("empty_topic_name", False)
         self.linkifier_url_template: bool = options.get("linkifier_url_template", False)
         self.user_settings_object: bool = options.get("user_settings_object", False)
+        self.stream_typing_notifications: bool = options.get("stream_typing_notifications", False)
+        self.simplified_presence_events: bool = options.get("simplified_presence_events", False)
+        self.slim_presence: bool = options.get("slim_presence", False)
         self.lifespan: float = options.get("lifespan", DEFAULT_LIFESPAN)
         self.role: int = options.get("role", ROLE_MEMBER)  # decides whose real emails it may see
         self.entries: deque[Entry] = deque()
@@ -174,7 +178,7 @@ LEGACY_SETTINGS_EVENTS = frozenset({"update_display_settings", "update_global_no
 SAVED_OPTIONS = (
     "narrow", "apply_markdown", "client_gravatar", "all_public_streams", "empty_topic_name", "linkifier_url_template",
     "user_settings_object",
-    "lifespan", "role",
+    "lifespan", "role", "stream_typing_notifications", "simplified_presence_events", "slim_presence",
 )  # fmt: skip
 
 
@@ -252,6 +256,8 @@ class EventQueues:
             return  # clients without the linkifier_url_template capability get no linkifiers (Zulip)
         if event_type in LEGACY_SETTINGS_EVENTS and queue.user_settings_object:
             return  # clients with the user_settings_object capability get user_settings events only (Zulip)
+        if event_type == "typing" and "stream_id" in fanout.event and not queue.stream_typing_notifications:
+            return  # nor channel typing events without stream_typing_notifications
         if event_type == "message":
             self._deliver_message(queue, fanout, recipient)
         else:

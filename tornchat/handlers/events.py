@@ -35,14 +35,15 @@ class QueueOptions(msgspec.Struct, kw_only=True):
     all_public_streams: bool = False
     client_capabilities: dict[str, Any] | None = None
     queue_lifespan_secs: int = 0
+    slim_presence: bool = False  # presence events without `email`
 
 
 class Register(QueueOptions, kw_only=True):
     fetch_event_types: list[str] | None = None
     # "true", "false" or "partial", sent verbatim or JSON-encoded depending on the client.
     include_subscribers: str = "false"
-    slim_presence: bool = False
     presence_history_limit_days: int | None = None
+    presence_last_update_id: int | None = None
 
 
 class GetEvents(QueueOptions, kw_only=True):
@@ -106,6 +107,11 @@ def queue_options(p: QueueOptions, user: User) -> dict[str, Any]:
         "linkifier_url_template": bool(capabilities.get("linkifier_url_template")),
         # Settings events in the modern form only (user_settings), or also in the legacy forms (FL 89).
         "user_settings_object": bool(capabilities.get("user_settings_object")),
+        # Zulip sends channel typing events only to clients that declare they show them (FL 58), and
+        # presence events in the modern format to those declaring simplified_presence_events (FL 419).
+        "stream_typing_notifications": bool(capabilities.get("stream_typing_notifications")),
+        "simplified_presence_events": bool(capabilities.get("simplified_presence_events")),
+        "slim_presence": p.slim_presence,
         "lifespan": lifespan,
         "role": user.role,
     }
@@ -124,9 +130,12 @@ class RegisterHandler(BaseHandler):
             "include_subscribers": include_subscribers(p.include_subscribers),
             "empty_topic_name": options["empty_topic_name"],
             "linkifier_url_template": options["linkifier_url_template"],
-            "max_file_upload_size_mib": self.server.settings.max_file_upload_size_mib,
             "user_settings_object": options["user_settings_object"],
             "push_enabled": self.server.settings.push_service_url is not None,
+            "slim_presence": p.slim_presence,
+            "presence_last_update_id": p.presence_last_update_id,
+            "presence_history_limit_days": p.presence_history_limit_days,
+            "max_file_upload_size_mib": self.server.settings.max_file_upload_size_mib,
         }
         # The state is read and the queue created in one synchronous step on the IOLoop thread
         # (no await in between, and publishing runs on this thread too): every event committed
