@@ -225,3 +225,23 @@ def test_backup_holds_the_images(live, tmp_path):
     live.call(lambda: create_backup(live.settings.data_dir, archive, live.clock()))
     with tarfile.open(archive) as tar:
         assert "uploads/emoji/" + source_url.rsplit("/", 1)[1] in tar.getnames()
+
+
+def test_zulip_package(live, zulip_client, tmp_path):
+    """The `zulip` package's upload_custom_emoji, get_realm_emoji and add_reaction, as scripts call them."""
+    path = tmp_path / "parrot.gif"
+    path.write_bytes(GIF)
+    with open(path, "rb") as file_obj:
+        assert zulip_client.upload_custom_emoji("parrot", file_obj)["result"] == "success"
+    emoji = zulip_client.get_realm_emoji()["emoji"]
+    [(emoji_id, parrot)] = emoji.items()
+    assert (parrot["name"], parrot["author_id"], parrot["source_url"][-4:]) == ("parrot", live.owner.id, ".gif")
+    make_channel(live, "general", [live.owner.id])
+    message_id = send(live.owner, "hi")
+    assert zulip_client.add_reaction({"message_id": message_id, "emoji_name": "parrot"})["result"] == "success"
+    assert zulip_client.add_reaction({"message_id": message_id, "emoji_name": "heart_box"})["result"] == "success"
+    reactions = assert_success(live.owner.get("/messages", {"message_ids": [message_id]}))["messages"][0]["reactions"]
+    assert [(r["emoji_code"], r["reaction_type"]) for r in reactions] == [
+        (emoji_id, "realm_emoji"),
+        ("1f49f", "unicode_emoji"),
+    ]
