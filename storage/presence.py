@@ -20,7 +20,7 @@ from storage import groups
 from storage.db import Tx
 from storage.errors import ApiError, no_such_user
 from storage.realm import Realm
-from storage.user_settings import check_human
+from storage.user_settings import check_human, get_user_settings
 from storage.users import EVERYONE, User, access_user_by_email, dummy_email, get_user_by_id
 
 ACTIVE, IDLE = "active", "idle"
@@ -136,12 +136,15 @@ def update_presence(
 ) -> dict[str, Any]:
     """POST /users/me/presence: record the report, then return the realm's presence (nothing if ping_only).
 
-    Raises "Invalid status: ..." for a status other than active or idle, and refuses bots.
+    Raises "Invalid status: ..." for a status other than active or idle, and refuses bots. Users who
+    turned presence_enabled off are not recorded (Zulip's invisible mode).
     """
     check_human(user)
     if status not in (ACTIVE, IDLE):
         raise ApiError(f"Invalid status: {status}")
-    record_presence(tx, realm, user, status == ACTIVE)
+    # Invisible mode (presence_enabled off): the report is not recorded, so others see the user go offline.
+    if get_user_settings(tx, user)["presence_enabled"]:
+        record_presence(tx, realm, user, status == ACTIVE)
     if ping_only:
         return {}
     if last_update_id is not None:

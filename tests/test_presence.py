@@ -144,6 +144,18 @@ def test_update_errors(live, params, msg, code):
     assert presence_row(live, live.owner.id) is None
 
 
+def test_invisible_mode_records_nothing(live):
+    alice = live.make_user()
+    assert_success(alice.patch("/settings", {"presence_enabled": False}))
+    count = len(live.events())
+    body = report(alice)
+    assert body["presences"] == {}
+    assert presence_row(live, alice.id) is None
+    assert events_since(live, count, "presence") == []
+    assert_success(alice.patch("/settings", {"presence_enabled": True}))
+    assert list(report(alice)["presences"]) == [alice.email]
+
+
 def test_bots_have_no_presence(live):
     bot = live.client_for(live.user(make_bot(live, live.owner.id)))
     assert_error(bot.post("/users/me/presence", {"status": "active"}), "This endpoint does not accept bot requests.")
