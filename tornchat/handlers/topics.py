@@ -20,10 +20,10 @@ LIST_CHANNEL_TOPICS = Params(ListChannelTopics)
 class ChannelTopicsHandler(BaseHandler):
     params = {"get": LIST_CHANNEL_TOPICS}
 
-    def get(self, channel_id: str) -> None:
+    def get(self, stream_id: str) -> None:
         p = self.parse()
         topics = self.server.db.read(
-            channel_topics.list_channel_topics, self.user, int(channel_id), p.allow_empty_topic_name
+            channel_topics.list_channel_topics, self.user, int(stream_id), p.allow_empty_topic_name
         )
         self.respond({"topics": topics})
 
