@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from storage import passwords, realm_settings, users
+from storage import passwords, profile_fields, realm_settings, users
 from storage.db import Tx
 from storage.realm import Realm
 
@@ -74,3 +74,10 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "giphy_api_key": "",  # no GIF picker
     })  # fmt: skip
     return state
+
+
+def custom_profile_field_types() -> dict[str, dict[str, Any]]:
+    """Zulip's custom_profile_field_types: the field types this server supports, by constant name."""
+    names = ("SHORT_TEXT", "LONG_TEXT", "SELECT", "DATE", "URL", "USER", "EXTERNAL_ACCOUNT", "PRONOUNS")
+    types = {getattr(profile_fields, name): name for name in names}
+    return {types[i]: {"id": i, "name": label} for i, label in profile_fields.FIELD_TYPES.items()}

@@ -305,3 +305,15 @@ def test_unread_query_plan(live):
         "CORRELATED SCALAR SUBQUERY 1",
         "SEARCH s USING PRIMARY KEY (user_id=? AND channel_id=?)",
     ]
+
+
+# -- settings events by capability --------------------------------------------------------------
+
+
+def test_legacy_settings_events_follow_the_capability_across_a_restart(live, restart):
+    modern = register(live.owner, client_capabilities={"user_settings_object": True})["queue_id"]
+    legacy = register(live.owner)["queue_id"]
+    after = restart()
+    assert_success(after.owner.patch("/settings", {"enter_sends": True}))
+    assert [e["type"] for e in events_now(after.owner, modern)] == ["user_settings"]
+    assert [e["type"] for e in events_now(after.owner, legacy)] == ["user_settings", "update_display_settings"]
