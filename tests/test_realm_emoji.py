@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import tarfile
 
 import pytest
@@ -10,6 +11,7 @@ import requests
 
 from storage import groups
 from storage.backup import create_backup
+from storage.db import migrate
 from storage.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
 from tests.channel_helpers import make_channel
 from tests.events_helpers import register
@@ -245,3 +247,20 @@ def test_zulip_package(live, zulip_client, tmp_path):
         (emoji_id, "realm_emoji"),
         ("1f49f", "unicode_emoji"),
     ]
+
+
+def test_migration_keeps_ids_and_frees_deactivated_names(tmp_path):
+    """0012 rebuilds realm_emoji: the id high-water mark survives; only active names are unique."""
+    connection = sqlite3.connect(str(tmp_path / "old.sqlite3"), isolation_level=None)
+    migrate(connection, 0, until=11)
+    for name in ("a", "b", "c"):
+        connection.execute("INSERT INTO realm_emoji (name) VALUES (?)", (name,))
+    connection.execute("DELETE FROM realm_emoji WHERE name = 'c'")
+    assert "0012_realm_emoji.sql" in migrate(connection, 0)
+    connection.execute("UPDATE realm_emoji SET deactivated = 1 WHERE name = 'a'")
+    connection.execute("INSERT INTO realm_emoji (name) VALUES ('a')")
+    rows = connection.execute("SELECT id, name, deactivated FROM realm_emoji ORDER BY id").fetchall()
+    assert rows == [(1, "a", 1), (2, "b", 0), (4, "a", 0)]
+    with pytest.raises(sqlite3.IntegrityError):
+        connection.execute("INSERT INTO realm_emoji (name) VALUES ('b')")
+    connection.close()
