@@ -22,6 +22,9 @@ setup(
             "pytest-tornado>=0.8",
             "zulip>=0.9",
             "schemathesis>=4.32,<5",
+            # storage/emoji_data_build.py's inputs: the test checks storage/emoji_names.json is current.
+            "zulip-emoji-mapping==1.0.1",
+            "regex>=2024.4",
         ],
     },
     entry_points={"console_scripts": ["tornchat=tornchat.cli:main"]},
