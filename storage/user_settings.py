@@ -7,7 +7,7 @@ import zoneinfo
 from functools import cache
 from typing import Any
 
-from storage import users
+from storage import presence, users
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.realm import get_realm
@@ -114,6 +114,8 @@ def update_user_settings(
         if current[name] != value:
             _store(tx, user, name, value)
             _publish(tx, user, name, value)
+            if name == "presence_enabled":  # invisible mode: others see the user go offline (or come back) now
+                presence.presence_enabled_changed(tx, get_realm(tx), user, value)
     if timezone is not None and timezone != user.timezone:
         tx.execute("UPDATE users SET timezone = ? WHERE id = ?", (timezone, user.id))
         _publish(tx, user, "timezone", timezone)

@@ -101,6 +101,17 @@ def test_timezone(live):
     assert_error(live.owner.patch("/settings", {"timezone": "Mars/Olympus"}), "timezone is not a recognized time zone")
 
 
+def test_presence_enabled_off_shows_the_user_offline_to_others(live):
+    other = live.make_user()
+    assert_success(live.owner.post("/users/me/presence", {"status": "active"}))
+    queue = register(other)["queue_id"]
+    assert_success(live.owner.patch("/settings", {"presence_enabled": False}))
+    events = of_type(events_now(other, queue), "presence")
+    assert events and {e["user_id"] for e in events} == {live.owner.id}
+    presence = assert_success(other.get(f"/users/{live.owner.id}/presence"))["presence"]
+    assert presence["aggregated"]["status"] == "offline"
+
+
 def test_full_name(live):
     other = live.make_user()
     queue = register(other)["queue_id"]
