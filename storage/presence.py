@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import groups
+from storage import groups, user_settings
 from storage.db import Tx
 from storage.errors import ApiError, no_such_user
 from storage.realm import Realm
-from storage.user_settings import check_human, get_user_settings
 from storage.users import EVERYONE, User, access_user_by_email, dummy_email, get_user_by_id
 
 ACTIVE, IDLE = "active", "idle"
@@ -139,11 +138,11 @@ def update_presence(
     Raises "Invalid status: ..." for a status other than active or idle, and refuses bots. Users who
     turned presence_enabled off are not recorded (Zulip's invisible mode).
     """
-    check_human(user)
+    user_settings.check_human(user)
     if status not in (ACTIVE, IDLE):
         raise ApiError(f"Invalid status: {status}")
     # Invisible mode (presence_enabled off): the report is not recorded, so others see the user go offline.
-    if get_user_settings(tx, user)["presence_enabled"]:
+    if user_settings.get_user_settings(tx, user)["presence_enabled"]:
         record_presence(tx, realm, user, status == ACTIVE)
     if ping_only:
         return {}
@@ -153,9 +152,28 @@ def update_presence(
     return {"presences": presences, "server_timestamp": tx.now, "presence_last_update_id": newest}
 
 
-def record_presence(tx: Tx, realm: Realm, user: User, active: bool) -> None:
-    """Write the user's presence row if it is due, and publish a presence event when the user comes online."""
-    now = tx.timestamp
+def presence_enabled_changed(tx: Tx, realm: Realm, user: User, enabled: bool) -> None:
+    """After the user turns presence_enabled on or off: tell everyone at once (Zulip's invisible mode).
+
+    Turning it off replaces the user's presence with one idle report old enough for every client to
+    show the user offline; turning it on reports the user active now.
+    """
+    if enabled:
+        record_presence(tx, realm, user, True, force=True)
+        return
+    tx.execute("DELETE FROM user_presences WHERE user_id = ?", (user.id,))
+    long_ago = tx.timestamp - (OFFLINE_THRESHOLD_SECS + PRESENCE_PING_INTERVAL_SECS + 10)
+    record_presence(tx, realm, user, False, when=long_ago, force=True)
+
+
+def record_presence(
+    tx: Tx, realm: Realm, user: User, active: bool, *, when: int | None = None, force: bool = False
+) -> None:
+    """Write the user's presence row if it is due, and publish a presence event when the user comes online.
+
+    when: the report's time (default now); force: publish an event whatever changed, in any realm.
+    """
+    now = tx.timestamp if when is None else when
     row = tx.one("SELECT last_connected_time, last_active_time FROM user_presences WHERE user_id = ?", (user.id,))
     if row is None:
         tx.execute(
@@ -163,7 +181,7 @@ def record_presence(tx: Tx, realm: Realm, user: User, active: bool) -> None:
             " VALUES (?, ?, ?, ?)",
             (user.id, now, now if active else None, _next_update_id(tx)),
         )
-        _publish_presence(tx, realm, user)
+        _publish_presence(tx, realm, user, force)
         return
     # A time never reported counts as a day ago: the user is then newly online.
     since_active = now - row["last_active_time"] if row["last_active_time"] is not None else 86400
@@ -182,8 +200,8 @@ def record_presence(tx: Tx, realm: Realm, user: User, active: bool) -> None:
             (*(changes[column] for column in sorted(changes)), _next_update_id(tx), user.id),
         )
     # Newly online: long enough without an active report that others may soon show the user offline.
-    if active and since_active > OFFLINE_THRESHOLD_SECS - PRESENCE_PING_INTERVAL_SECS - 10:
-        _publish_presence(tx, realm, user)
+    if force or (active and since_active > OFFLINE_THRESHOLD_SECS - PRESENCE_PING_INTERVAL_SECS - 10):
+        _publish_presence(tx, realm, user, force)
 
 
 def _next_update_id(tx: Tx) -> int:
@@ -191,9 +209,9 @@ def _next_update_id(tx: Tx) -> int:
     return int(tx.value("SELECT last_update_id FROM presence_sequence WHERE id = 1"))
 
 
-def _publish_presence(tx: Tx, realm: Realm, user: User) -> None:
+def _publish_presence(tx: Tx, realm: Realm, user: User, force: bool) -> None:
     audience = groups.active_user_ids(tx)
-    if len(audience) > USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS:
+    if len(audience) > USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS and not force:
         return
     row = tx.one(f"{PRESENCE_ROWS_SQL} AND p.user_id = ?", (user.id,))
     assert row is not None

@@ -144,16 +144,29 @@ def test_update_errors(live, params, msg, code):
     assert presence_row(live, live.owner.id) is None
 
 
-def test_invisible_mode_records_nothing(live):
+def test_invisible_mode(live):
     alice = live.make_user()
-    assert_success(alice.patch("/settings", {"presence_enabled": False}))
+    live.clock.advance(86400)
+    report(alice)
     count = len(live.events())
-    body = report(alice)
-    assert body["presences"] == {}
-    assert presence_row(live, alice.id) is None
+    assert_success(alice.patch("/settings", {"presence_enabled": False}))
+    # Replaced by an idle report old enough for every client to show alice offline, told at once.
+    long_ago = int(live.clock.now) - 210
+    [(event, user_ids)] = events_since(live, count, "presence")
+    website = {"client": "website", "status": "idle", "timestamp": long_ago, "pushable": False}
+    assert (event["user_id"], event["presence"], user_ids) == (alice.id, {"website": website}, [live.owner.id, alice.id])
+    live.clock.advance(30)
+    count = len(live.events())
+    report(alice)  # not recorded while invisible
+    row = presence_row(live, alice.id)
+    assert (row["last_connected_time"], row["last_active_time"]) == (long_ago, None)
     assert events_since(live, count, "presence") == []
+    presence = assert_success(live.owner.get(f"/users/{alice.id}/presence"))["presence"]
+    assert presence["aggregated"]["status"] == "offline"
     assert_success(alice.patch("/settings", {"presence_enabled": True}))
-    assert list(report(alice)["presences"]) == [alice.email]
+    [(event, _)] = events_since(live, count, "presence")
+    assert event["presence"]["website"]["status"] == "active"
+    assert event["presence"]["website"]["timestamp"] == int(live.clock.now)
 
 
 def test_bots_have_no_presence(live):
