@@ -14,6 +14,7 @@ from storage import backup
 from tests.channel_helpers import make_channel
 from tests.helpers import LiveServer, assert_error, assert_success, data_dir_for
 from tests.send_helpers import send_direct_ok, send_ok
+from tornchat import cli
 from tornchat.settings import load_settings
 
 NOT_FOUND = "File not found."
@@ -214,6 +215,16 @@ def test_upload_settings_from_flags_and_environment():
     assert defaults.upload_body_limit == 25 * 1024 * 1024 + 64 * 1024 > defaults.max_body_size
     with pytest.raises(ValueError, match="must not be negative"):
         load_settings({}, {"TORNCHAT_UPLOAD_QUOTA_MIB": "-1"})
+
+
+def test_upload_flags_of_serve(monkeypatch):
+    monkeypatch.delenv("TORNCHAT_MAX_FILE_UPLOAD_SIZE_MIB", raising=False)
+    monkeypatch.delenv("TORNCHAT_UPLOAD_QUOTA_MIB", raising=False)
+    args = cli.build_parser().parse_args(["serve", "--max-file-upload-size-mib", "5", "--upload-quota-mib", "50"])
+    settings = cli._settings(args)
+    assert (settings.max_file_upload_size_mib, settings.upload_quota_mib) == (5, 50)
+    with pytest.raises(cli.CommandError, match="must not be negative"):
+        cli._settings(cli.build_parser().parse_args(["serve", "--upload-quota-mib", "-5"]))
 
 
 # -- content types and headers --------------------------------------------------------------------
