@@ -122,7 +122,7 @@ def test_migration_8_keeps_every_row_and_fills_topic_key(tmp_path):
     path = os.path.join(str(tmp_path), "old.sqlite3")
     _version_7_database(path)
     conn = connect(path)
-    assert migrate(conn, 1_800_000_000) == ["0008_autoincrement_topic_key.sql"]
+    assert migrate(conn, 1_800_000_000, until=8) == ["0008_autoincrement_topic_key.sql"]
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     conn.close()
 
