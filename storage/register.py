@@ -181,7 +181,7 @@ def _user_and_realm_state(
     legacy = not options.get("user_settings_object", False)
     state.update(user_settings.user_settings_state(tx, user, legacy, {kind: want(kind) for kind in kinds}))
     if want("realm_user_settings_defaults"):
-        state["realm_user_settings_defaults"] = user_settings.realm_user_settings_defaults()
+        state["realm_user_settings_defaults"] = user_settings.realm_user_settings_defaults(tx)
     if want("custom_profile_fields"):
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
         state["custom_profile_field_types"] = register_realm.custom_profile_field_types()

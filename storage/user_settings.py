@@ -68,10 +68,12 @@ def user_settings_state(tx: Tx, user: User, legacy: bool, wants: dict[str, bool]
     return state
 
 
-def realm_user_settings_defaults() -> dict[str, Any]:
+def realm_user_settings_defaults(tx: Tx) -> dict[str, Any]:
     """POST /register's realm_user_settings_defaults: the settings a new user starts with."""
+    values = defaults()
+    values["email_address_visibility"] = tx.value("SELECT default_email_address_visibility FROM realm")
     sounds = list(NOTIFICATION_SOUNDS)
-    return {**defaults(), "emojiset_choices": emojiset_choices(), "available_notification_sounds": sounds}
+    return {**values, "emojiset_choices": emojiset_choices(), "available_notification_sounds": sounds}
 
 
 def check_setting(name: str, value: Any) -> Any:

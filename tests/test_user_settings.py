@@ -181,6 +181,9 @@ def test_realm_user_settings_defaults(live):
     defaults = register(live.owner, fetch_event_types=["realm_user_settings_defaults"])["realm_user_settings_defaults"]
     assert defaults["twenty_four_hour_time"] is False, "the realm's defaults, not the user's values"
     assert set(SETTINGS) <= set(defaults)
+    live.write(lambda tx: tx.execute("UPDATE realm SET default_email_address_visibility = 3"))
+    defaults = register(live.owner, fetch_event_types=["realm_user_settings_defaults"])["realm_user_settings_defaults"]
+    assert defaults["email_address_visibility"] == 3, "the realm's default for new users"
 
 
 def test_zulip_client(live, zulip_client):
