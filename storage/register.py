@@ -185,7 +185,6 @@ def _user_and_realm_state(
     if want("custom_profile_fields"):
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
         state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
-        state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
     if want("default_streams"):
         state["realm_default_streams"] = [
             channel_object(tx, channel, tx.now)
