@@ -14,7 +14,9 @@ import re
 from typing import Any
 
 from storage.db import Tx
+from storage.errors import ApiError
 from storage.message_access import access_message
+from storage.realm_settings import get_realm_settings
 from storage.topics import display_topic
 from storage.users import User
 
@@ -26,8 +28,11 @@ INSERTED, DELETED = "highlight_text_inserted", "highlight_text_deleted"
 def message_history(tx: Tx, user: User, message_id: int, allow_empty_topic_name: bool) -> list[dict[str, Any]]:
     """GET /messages/{id}/history: snapshots oldest first (the message as sent, then after each edit).
 
-    Raises "Invalid message(s)" for a message the user may not read.
+    Raises "Invalid message(s)" for a message the user may not read, and refuses every message while
+    the realm hides edit history (checked first, as Zulip does).
     """
+    if not get_realm_settings(tx).allow_edit_history:
+        raise ApiError("Message edit history is disabled in this organization")
     row, _ = access_message(tx, user, message_id, allow_archived=True)
     raw: list[dict[str, Any]] = json.loads(row["edit_history"]) if row["edit_history"] else []
     content, rendered, topic = row["content"], row["rendered_content"], row["topic"]

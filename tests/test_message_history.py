@@ -83,6 +83,17 @@ def test_only_readers_see_the_history(live):
     assert_error(live.owner.get("/messages/99999999999999999999/history"), "Not Found", status=404)
 
 
+def test_refused_while_the_realm_hides_edit_history(live):
+    message_id = send_direct_ok(live.owner, [live.owner.id], "me")
+    assert_success(live.owner.patch("/realm", {"allow_edit_history": "false"}))
+    for message in (message_id, 99999):  # checked before the message: nothing is revealed
+        assert_error(
+            live.owner.get(f"/messages/{message}/history"), "Message edit history is disabled in this organization"
+        )
+    assert_success(live.owner.patch("/realm", {"allow_edit_history": "true"}))
+    assert len(history(live.owner, message_id)) == 1
+
+
 def test_bad_parameter(live):
     message_id = send_direct_ok(live.owner, [live.owner.id], "me")
     response = live.owner.get(f"/messages/{message_id}/history", {"allow_empty_topic_name": "perhaps"})
