@@ -1,5 +1,28 @@
 -- The whole schema, as the migrations in storage/migrations/ build it. Generated: do not edit.
 
+CREATE TABLE alert_words (
+    id INTEGER PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    word TEXT NOT NULL,
+    word_key TEXT NOT NULL
+);
+
+CREATE TABLE attachment_messages (
+    attachment_id INTEGER NOT NULL REFERENCES attachments (id) ON DELETE CASCADE,
+    message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    PRIMARY KEY (attachment_id, message_id)
+) WITHOUT ROWID;
+
+CREATE TABLE attachments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner_id INTEGER NOT NULL REFERENCES users (id),
+    path_id TEXT NOT NULL UNIQUE,                   -- GET /user_uploads/{path_id}: the UNIQUE index serves it
+    file_name TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    size INTEGER NOT NULL CHECK (size >= 0),        -- bytes
+    create_time INTEGER NOT NULL                    -- Unix seconds
+);
+
 CREATE TABLE "channel_folders" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE COLLATE NOCASE,
@@ -158,6 +181,11 @@ CREATE TABLE 'messages_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WIT
 
 CREATE TABLE migrations ( id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
 
+CREATE TABLE presence_sequence (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    last_update_id INTEGER NOT NULL
+);
+
 CREATE TABLE push_outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
@@ -202,13 +230,16 @@ CREATE TABLE realm (
     can_manage_all_groups INTEGER REFERENCES user_groups (id),
     can_set_delete_message_policy_group INTEGER REFERENCES user_groups (id),
     can_set_topics_policy_group INTEGER REFERENCES user_groups (id)
-);
+, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800);
 
 CREATE TABLE "realm_emoji" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
     author_id INTEGER REFERENCES users (id),
-    deactivated INTEGER NOT NULL DEFAULT 0
+    deactivated INTEGER NOT NULL DEFAULT 0,
+    file_name TEXT,           -- NULL only for rows made before images (no image to serve)
+    content_type TEXT,        -- image/png, image/gif, image/jpeg or image/webp
+    date_created INTEGER      -- seconds
 );
 
 CREATE TABLE recipients (
@@ -294,6 +325,20 @@ CREATE TABLE user_messages (
     PRIMARY KEY (user_id, message_id)
 ) WITHOUT ROWID;
 
+CREATE TABLE user_presences (
+    user_id INTEGER PRIMARY KEY REFERENCES users (id),
+    last_connected_time INTEGER NOT NULL,
+    last_active_time INTEGER,
+    last_update_id INTEGER NOT NULL
+);
+
+CREATE TABLE user_settings (
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (user_id, name)
+) WITHOUT ROWID;
+
 CREATE TABLE "user_topics" (
     user_id INTEGER NOT NULL REFERENCES users (id),
     channel_id INTEGER NOT NULL REFERENCES channels (id),
@@ -326,6 +371,12 @@ CREATE TABLE "users" (
     enable_drafts_synchronization INTEGER NOT NULL DEFAULT 1,
     last_active INTEGER                  -- unix seconds of the last authenticated request
 );
+
+CREATE UNIQUE INDEX alert_words_by_user ON alert_words (user_id, word_key);
+
+CREATE INDEX attachment_messages_by_message ON attachment_messages (message_id, attachment_id);
+
+CREATE INDEX attachments_by_owner ON attachments (owner_id, id, size);
 
 CREATE INDEX devices_by_user ON devices (user_id, id);
 
@@ -362,6 +413,10 @@ CREATE INDEX push_outbox_due ON push_outbox (next_attempt_at);
 
 CREATE INDEX reactions_by_message ON reactions (message_id, id);
 
+CREATE UNIQUE INDEX realm_emoji_active_name ON realm_emoji (name) WHERE NOT deactivated;
+
+CREATE UNIQUE INDEX realm_emoji_by_file_name ON realm_emoji (file_name) WHERE file_name IS NOT NULL;
+
 CREATE INDEX saved_snippets_by_user ON saved_snippets (user_id, id);
 
 CREATE INDEX scheduled_messages_by_sender ON scheduled_messages (sender_id, scheduled_timestamp)
@@ -387,5 +442,7 @@ CREATE INDEX user_messages_private ON user_messages (user_id, message_id) WHERE 
 CREATE INDEX user_messages_starred ON user_messages (user_id, message_id) WHERE (flags & 2) != 0;
 
 CREATE INDEX user_messages_unread ON user_messages (user_id, message_id) WHERE (flags & 1) = 0;
+
+CREATE INDEX user_presences_by_update ON user_presences (last_update_id);
 
 CREATE INDEX users_by_full_name ON users (full_name COLLATE NOCASE) WHERE is_active;
