@@ -1,0 +1,159 @@
+"""Running real Zulip clients against a live tornchat: where they are installed, tmux, the server's answers.
+
+A client that is not installed skips its tests locally; CI (`.ci/run`) installs every client and
+sets TORNCHAT_REQUIRE_CLIENTS=1, under which a missing client fails instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where `.ci/run` (and a developer following README) puts the clients when no variable names them.
+CLIENTS_DIR = os.path.join(REPO, ".clients")
+JS_DIR = os.path.join(REPO, "tests", "js")
+# How long a client gets to show something on its screen or finish a step.
+CLIENT_TIMEOUT = 30.0
+_sessions = itertools.count(1)
+
+
+def clients_required() -> bool:
+    return os.environ.get("TORNCHAT_REQUIRE_CLIENTS") == "1"
+
+
+def client_missing(reason: str) -> None:
+    """Skip (locally) or fail (in CI, TORNCHAT_REQUIRE_CLIENTS=1) because a client is not installed."""
+    if clients_required():
+        pytest.fail(f"{reason} (TORNCHAT_REQUIRE_CLIENTS=1: .ci/run installs it)")
+    pytest.skip(reason)
+
+
+def zulip_term_path() -> str:
+    """The zulip-term executable: $TORNCHAT_ZULIP_TERM, else .clients/zulip-term/bin/zulip-term."""
+    path = os.environ.get("TORNCHAT_ZULIP_TERM") or os.path.join(CLIENTS_DIR, "zulip-term", "bin", "zulip-term")
+    if not os.access(path, os.X_OK):
+        client_missing(f"zulip-terminal is not installed at {path} (set TORNCHAT_ZULIP_TERM)")
+    if shutil.which("tmux") is None:
+        client_missing("tmux is not installed")
+    return path
+
+
+def node_with_zulip_js() -> str:
+    """The node executable, once tests/js/node_modules holds zulip-js (npm ci in tests/js)."""
+    node = shutil.which("node")
+    if node is None:
+        client_missing("node is not installed")
+    assert node is not None
+    if not os.path.isdir(os.path.join(JS_DIR, "node_modules", "zulip-js")):
+        client_missing("zulip-js is not installed: run `npm ci` in tests/js")
+    return node
+
+
+class Tmux:
+    """A program in a detached tmux session of a fixed size, on a tmux server of its own."""
+
+    def __init__(self, width: int = 200, height: int = 50) -> None:
+        self.socket = f"tornchat-test-{os.getpid()}-{next(_sessions)}"
+        self.width, self.height = width, height
+        self.started = False
+
+    def _tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        # The tmux server, and so the client, get this environment without pytest's variables:
+        # zulip-terminal runs its threads inline when it sees PYTEST_CURRENT_TEST, and hangs.
+        env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
+        command = ["tmux", "-L", self.socket, "-f", "/dev/null", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=20, env=env)
+
+    def start(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
+        shell_command = " ".join(_quote(part) for part in command)
+        size = ["-x", str(self.width), "-y", str(self.height)]
+        environment = [item for name, value in env.items() for item in ("-e", f"{name}={value}")]
+        result = self._tmux("new-session", "-d", "-s", "client", *size, "-c", cwd, *environment, shell_command)
+        assert result.returncode == 0, result.stderr
+        self.started = True
+        # Keep the pane when the program exits, so that a crash stays on screen for the assertion.
+        self._tmux("set-option", "-t", "client", "remain-on-exit", "on")
+
+    def screen(self) -> str:
+        result = self._tmux("capture-pane", "-p", "-t", "client")
+        return result.stdout
+
+    def keys(self, *keys: str) -> None:
+        """Press keys by tmux's names (`Enter`, `Escape`, `C-s`, `Tab`); each name is one key."""
+        for key in keys:
+            assert self._tmux("send-keys", "-t", "client", key).returncode == 0
+
+    def type(self, text: str) -> None:
+        """Type text literally."""
+        assert self._tmux("send-keys", "-t", "client", "-l", text).returncode == 0
+
+    def wait_for(self, check: str | Callable[[str], bool], timeout: float = CLIENT_TIMEOUT) -> str:
+        """Poll the screen until it shows `check` (text) or `check(screen)` holds; return that screen."""
+        predicate = (lambda screen: check in screen) if isinstance(check, str) else check
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen never showed {check!r}; it shows:\n{screen}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        if self.started:
+            self._tmux("kill-server")
+
+
+def _quote(part: str) -> str:
+    import shlex
+
+    return shlex.quote(part)
+
+
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = CLIENT_TIMEOUT) -> Any:
+    """Poll (bounded) for something an external client does; return the first truthy value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+class AccessLog(logging.Handler):
+    """Every request the live server answered: (method, path, status)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[tuple[str, str, int]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        method, path, status = record.args[:3]  # type: ignore[index]
+        self.requests.append((str(method), str(path), int(status)))
+
+    def failures(self) -> list[tuple[str, str, int]]:
+        """Requests answered with an error (4xx or 5xx)."""
+        return [request for request in self.requests if request[2] >= 400]
+
+
+@pytest.fixture
+def access_log() -> Iterator[AccessLog]:
+    """The live server's answers while a test runs (the `tornchat.access` log)."""
+    logger = logging.getLogger("tornchat.access")
+    handler = AccessLog()
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(previous)

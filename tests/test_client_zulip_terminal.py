@@ -1,0 +1,226 @@
+"""zulip-terminal 0.7.0, unchanged, in tmux against a live tornchat: what a person does in a day's chat.
+
+The client runs in its own virtualenv (it pins old packages; `.ci/run` installs it, see
+tests/client_helpers.py). Each test starts it on a seeded organization, presses the keys its
+config/keys.py binds, and asserts on the captured screen and on the server's state. Every test also
+asserts that no request the client made was answered with an error: zulip-terminal shows those in
+its footer ("Not Found") and otherwise goes on, so the screen alone would not tell.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.channel_helpers import make_channel
+from tests.client_helpers import Tmux, access_log, wait_until, zulip_term_path
+from tests.helpers import Client, LiveServer, assert_success
+from tornchat.bootstrap import write_zuliprc
+
+pytestmark = pytest.mark.client
+__all__ = ["access_log"]  # the fixture these tests use
+
+HEADER = "Owner (owner@example.com) - "
+
+
+@dataclass
+class Terminal:
+    live: LiveServer
+    bob: Client
+    tmux: Tmux
+    general: int
+    edited: int  # the oldest message, edited once: the one focused first
+
+    def open_messages(self) -> None:
+        """Move from the menu (focused at start) into the message list, on the first unread message."""
+        self.tmux.keys("Enter")
+        self.tmux.wait_for(lambda screen: "All messages  Search [/]" in screen)
+
+    def messages(self, **params: object) -> list[dict[str, object]]:
+        query = {"anchor": "newest", "num_before": 50, "num_after": 0, "apply_markdown": False, **params}
+        return assert_success(self.live.owner.get("/messages", query))["messages"]
+
+
+def seed(live: LiveServer) -> tuple[Client, int, int]:
+    """Bob, two channels, topics, messages (Bob's, so unread for the owner), one edited, a direct message."""
+    bob = live.make_user(email="bob@example.com", full_name="Bob Builder")
+    general = make_channel(live, "general", [live.owner.id, bob.id])
+    make_channel(live, "design", [live.owner.id, bob.id])
+
+    def send(to: str, topic: str, content: str) -> int:
+        body = {"type": "stream", "to": to, "topic": topic, "content": content}
+        return assert_success(bob.post("/messages", body))["id"]
+
+    edited = send("general", "lunch", "lunch at noon")
+    assert_success(bob.patch(f"/messages/{edited}", {"content": "lunch at one"}))
+    send("general", "lunch", "the usual place")
+    send("design", "logo", "the logo is **blue**")
+    assert_success(bob.post("/messages", {"type": "direct", "to": [live.owner.id], "content": "hello owner"}))
+    return bob, general, edited
+
+
+@pytest.fixture
+def terminal(live, tmp_path, access_log) -> Iterator[Terminal]:  # access_log: from the client's first request
+    command = zulip_term_path()
+    bob, general, edited = seed(live)
+    zuliprc = str(tmp_path / "zuliprc")
+    write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
+    tmux = Tmux(width=200, height=50)
+    env = {"HOME": str(tmp_path), "TERM": "screen-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    tmux.start([command, "-c", zuliprc], cwd=str(tmp_path), env=env)
+    try:
+        tmux.wait_for(lambda screen: "the usual place" in screen or "has crashed" in screen)
+        yield Terminal(live, bob, tmux, general, edited)
+    finally:
+        tmux.close()
+        traceback = tmp_path / "zulip-terminal-tracebacks.log"
+        if traceback.exists():  # shown in the failure report, with the captured screen
+            print(traceback.read_text())
+
+
+def assert_no_errors(terminal: Terminal, log) -> None:  # type: ignore[no-untyped-def]
+    """Nothing the client asked for failed, and its footer shows no error (an exception in an event handler)."""
+    assert log.failures() == []
+    footer = terminal.tmux.screen().rstrip("\n").splitlines()[-1]
+    events = [{k: v for k, v in event.items() if k != "message"} for event, _ in terminal.live.events()[-8:]]
+    assert "Not Found" not in footer and "rror" not in footer, (footer, events)
+
+
+# -- startup and reading ------------------------------------------------------------------------
+
+
+def test_it_starts_and_shows_channels_and_messages(terminal):
+    screen = terminal.tmux.wait_for("# design")
+    assert "has crashed" not in screen
+    assert HEADER in screen
+    for text in ("# general", "lunch at one", "the usual place", "the logo is blue", "hello owner", "Bob Builder"):
+        assert text in screen, text
+    assert "EDITED" in screen  # the edited message is marked
+
+
+def test_nothing_it_asks_for_at_startup_fails(terminal, access_log):
+    terminal.tmux.wait_for("# design")
+    # Startup: server settings, the first messages, register, presence, the event long-poll.
+    wait_until(lambda: any(path.endswith("/users/me/presence") for _, path, _ in access_log.requests), "no presence")
+    assert_no_errors(terminal, access_log)
+
+
+def test_it_shows_a_message_another_user_sends_while_it_runs(terminal, access_log):
+    terminal.tmux.wait_for("# design")
+    body = {"type": "stream", "to": "design", "topic": "logo", "content": "or maybe green"}
+    assert_success(terminal.bob.post("/messages", body))
+    terminal.tmux.wait_for("or maybe green")
+    assert_success(terminal.bob.post("/messages", {"type": "direct", "to": [1], "content": "are you there?"}))
+    terminal.tmux.wait_for("are you there?")
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+
+def test_it_sends_to_a_channel(terminal, access_log):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys("c")
+    tmux.wait_for("\u2717 ")  # the empty stream box of the compose area
+    tmux.type("general")
+    tmux.keys("Tab")
+    tmux.type("from the terminal")
+    tmux.keys("Tab")
+    tmux.type("written in zulip-terminal")
+    tmux.keys("C-d")
+    sent = wait_until(
+        lambda: [m for m in terminal.messages() if m["content"] == "written in zulip-terminal"], "never sent"
+    )
+    assert (sent[0]["display_recipient"], sent[0]["subject"]) == ("general", "from the terminal")
+    tmux.wait_for("general \u25b6  from the terminal")
+    tmux.keys("Escape")
+    assert_no_errors(terminal, access_log)
+
+
+def test_it_sends_to_a_person(terminal, access_log):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys("x")
+    tmux.wait_for("To:")
+    tmux.type("Bob Builder <bob@example.com>")
+    tmux.keys("Tab")
+    tmux.type("psst, bob")  # typing in a direct message also sends typing notifications
+    tmux.keys("C-d")
+    sent = wait_until(lambda: [m for m in terminal.messages() if m["content"] == "psst, bob"], "never sent")
+    assert sent[0]["type"] == "private"
+    assert sorted(r["email"] for r in sent[0]["display_recipient"]) == ["bob@example.com", "owner@example.com"]
+    tmux.keys("Escape")
+    tmux.wait_for(lambda screen: screen.count("psst, bob") >= 1 and "To: Bob Builder" not in screen)
+    assert_no_errors(terminal, access_log)
+
+
+def test_it_stars_a_message(terminal, access_log):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys("*")
+    starred = wait_until(lambda: [m["id"] for m in terminal.messages() if "starred" in m["flags"]], "never starred")
+    assert starred == [terminal.edited]
+    tmux.wait_for(lambda screen: any(line.startswith(" Starred messages [f]      1") for line in screen.splitlines()))
+    tmux.keys("C-s")  # the other binding unstars it
+    wait_until(lambda: not any("starred" in m["flags"] for m in terminal.messages()), "never unstarred")
+    assert_no_errors(terminal, access_log)
+
+
+@pytest.mark.parametrize("name", ["big_smile", "heart_box"])
+def test_it_reacts_with_an_emoji_only_zulip_names(terminal, access_log, name):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys(":")
+    tmux.wait_for("Search [p]:")
+    tmux.type(name)
+    tmux.wait_for(f"Search [p]: {name} ")
+    tmux.keys("Enter")  # to the results
+    tmux.wait_for(f"Search Results  {name}")
+    tmux.keys("Enter")  # select the first one
+    tmux.wait_for("\u2713 1")
+    tmux.keys("Escape")  # the picker sends its selection when it closes
+    reactions = wait_until(
+        lambda: [r for m in terminal.messages() if m["id"] == terminal.edited for r in m["reactions"]], "no reaction"
+    )
+    assert [(r["emoji_name"], r["user_id"]) for r in reactions] == [(name, terminal.live.owner.id)]
+    tmux.wait_for(f":{name}: You")
+    assert_no_errors(terminal, access_log)
+
+
+# -- topics and edit history --------------------------------------------------------------------
+
+
+def test_it_opens_a_channels_topic_list(terminal, access_log):
+    tmux = terminal.tmux
+    tmux.wait_for("# design")
+    tmux.keys("q")  # search channels
+    tmux.type("gen")
+    tmux.keys("Enter")  # into the filtered list, on #general
+    tmux.keys("t")
+    screen = tmux.wait_for("Topics")
+    assert "lunch" in screen
+    requests = [path for method, path, _ in access_log.requests if method == "GET"]
+    assert f"/api/v1/users/me/{terminal.general}/topics" in requests
+    assert_no_errors(terminal, access_log)
+
+
+def test_it_shows_a_messages_edit_history(terminal, access_log):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys("i")
+    tmux.wait_for("Edit History")
+    tmux.keys("e")
+    screen = tmux.wait_for(lambda s: "lunch at noon" in s or "Could not find" in s)
+    assert "Could not find any message history" not in screen
+    assert "lunch at one" in screen
+    assert_no_errors(terminal, access_log)
+
+
+def test_zuliprc_fixture_is_private(tmp_path, live):
+    # The zuliprc the tests hand zulip-terminal is the one `tornchat` writes: mode 600.
+    path = str(tmp_path / "rc")
+    write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
+    assert os.stat(path).st_mode & 0o777 == 0o600
