@@ -58,6 +58,7 @@ def write_zuliprc(path: str, email: str, api_key: str, site: str) -> None:
     config = configparser.ConfigParser()
     config["api"] = {"email": email, "key": api_key, "site": site}
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open: it holds a key now
     with os.fdopen(fd, "w") as handle:
         config.write(handle)
 
