@@ -62,10 +62,9 @@ def seed(live: LiveServer) -> tuple[Client, int, int]:
     return bob, general, edited
 
 
-@pytest.fixture
-def terminal(live, tmp_path, access_log) -> Iterator[Terminal]:  # access_log: from the client's first request
+def start_terminal(live: LiveServer, tmp_path) -> Tmux:  # type: ignore[no-untyped-def]
+    """zulip-terminal as the owner, in a 200x50 tmux, once it shows the seeded messages (or its crash)."""
     command = zulip_term_path()
-    bob, general, edited = seed(live)
     zuliprc = str(tmp_path / "zuliprc")
     write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
     tmux = Tmux(width=200, height=50)
@@ -73,6 +72,18 @@ def terminal(live, tmp_path, access_log) -> Iterator[Terminal]:  # access_log: f
     tmux.start([command, "-c", zuliprc], cwd=str(tmp_path), env=env)
     try:
         tmux.wait_for(lambda screen: "the usual place" in screen or "has crashed" in screen)
+    except AssertionError:
+        tmux.close()
+        raise
+    return tmux
+
+
+@pytest.fixture
+def terminal(live, tmp_path, access_log) -> Iterator[Terminal]:  # access_log: from the client's first request
+    zulip_term_path()
+    bob, general, edited = seed(live)
+    tmux = start_terminal(live, tmp_path)
+    try:
         yield Terminal(live, bob, tmux, general, edited)
     finally:
         tmux.close()
@@ -224,3 +235,55 @@ def test_zuliprc_fixture_is_private(tmp_path, live):
     path = str(tmp_path / "rc")
     write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+# -- presence, typing, muted topics -----------------------------------------------------------------
+
+
+def users_column(screen: str) -> str:
+    """The right-hand column (the user list) of each line."""
+    return "\n".join(line.rsplit("\u2502", 1)[-1] for line in screen.splitlines() if "\u2502" in line)
+
+
+def test_it_lists_who_is_online(live, tmp_path, access_log):
+    # Bob reports himself active before zulip-terminal starts: its user list shows him.
+    bob, _, _ = seed(live)
+    assert_success(bob.post("/users/me/presence", {"status": "active", "new_user_input": "true"}))
+    tmux = start_terminal(live, tmp_path)
+    try:
+        # zulip-terminal marks active users with a full circle (idle and offline ones with others).
+        tmux.wait_for(lambda screen: " \u25cf Bob Builder" in users_column(screen))
+    finally:
+        tmux.close()
+    assert access_log.failures() == []
+
+
+def test_it_shows_that_someone_is_typing(terminal, access_log):
+    tmux = terminal.tmux
+    terminal.open_messages()
+    tmux.keys("G")  # the last message: Bob's direct message
+    tmux.keys("S")  # narrow to that conversation
+    tmux.wait_for(lambda screen: "hello owner" in screen and "the logo is blue" not in screen)
+    assert_success(terminal.bob.post("/typing", {"op": "start", "to": [terminal.live.owner.id]}))
+    tmux.wait_for(lambda screen: "Bob Builder  is typing" in screen.splitlines()[-1])
+    assert_no_errors_but_typing(terminal, access_log)
+
+
+def assert_no_errors_but_typing(terminal: Terminal, log) -> None:  # type: ignore[no-untyped-def]
+    assert log.failures() == []
+    assert "rror" not in terminal.tmux.screen().splitlines()[-1]
+
+
+def test_it_hides_a_muted_topic(live, tmp_path, access_log):
+    bob, general, _ = seed(live)
+    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "noise", "content": "blah blah"}))
+    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "lunch", "content": "after it"}))
+    request = {"stream_id": general, "topic": "noise", "visibility_policy": 1}
+    assert_success(live.owner.post("/user_topics", request))
+    tmux = start_terminal(live, tmp_path)
+    try:
+        screen = tmux.wait_for("after it")  # shown below where the muted message would be
+        assert "blah blah" not in screen
+    finally:
+        tmux.close()
+    assert access_log.failures() == []
