@@ -249,7 +249,7 @@ def _linkify_children(scanner: Scanner, children: list[Token]) -> list[Token]:
                 continue
             if link.start > pos:
                 result.append(Token("text", "", 0, content=text[pos : link.start], level=token.level))
-            result.append(Token("link_open", "a", 1, attrs={"href": href}, level=token.level))
+            result.append(Token("link_open", "a", 1, attrs={"href": href}, level=token.level, markup="linkifier"))
             result.append(Token("text", "", 0, content=link.text, level=token.level + 1))
             result.append(Token("link_close", "a", -1, level=token.level))
             pos = link.end

@@ -6,8 +6,8 @@ Zulip's markup, which clients style and read (zerver/lib/markdown: make_emoji, m
 - a custom emoji: `<img alt=":name:" class="emoji" src="/user_avatars/1/emoji/images/..." title="name">`,
   and `:zulip:` likewise with Zulip's own image URL.
 An active custom emoji wins over a Unicode emoji of the same name, as for reactions. Unknown names
-stay text. Only plain text outside links is looked at: code spans and blocks, link targets and
-autolinked URLs (the text of link tokens) never hold an emoji.
+stay text. Only plain text is looked at: code spans and blocks, link targets, autolinked URLs and
+linkifier output never hold an emoji; the text of a written [text](url) link does, as in Zulip.
 """
 
 from __future__ import annotations
@@ -73,6 +73,11 @@ def _split(token: Token, realm_emoji: dict[str, str]) -> list[Token]:
     return pieces
 
 
+# Links whose text the author did not write as text: bare URLs (linkify), <URL> autolinks and realm
+# linkifiers. Their text keeps every ":"; the text of a [text](url) link gets emoji, as in Zulip.
+MACHINE_LINKS = frozenset({"linkify", "autolink", "linkifier"})
+
+
 def emoji_rule(realm_emoji: Callable[[EnvType], dict[str, str]]) -> Callable[[StateCore], None]:
     """Return the core rule (run after links and linkifiers) that marks emoji in plain text.
 
@@ -86,10 +91,14 @@ def emoji_rule(realm_emoji: Callable[[EnvType], dict[str, str]]) -> Callable[[St
             if block.type != "inline" or not block.children:
                 continue
             result: list[Token] = []
-            depth = 0
+            machine_links: list[bool] = []  # per open link: its text is a URL or a linkifier's output
             for token in block.children:
-                depth += (token.type == "link_open") - (token.type == "link_close")
-                result.extend(_split(token, names) if token.type == "text" and depth == 0 else [token])
+                if token.type == "link_open":
+                    machine_links.append(token.markup in MACHINE_LINKS)
+                elif token.type == "link_close" and machine_links:
+                    machine_links.pop()
+                plain = token.type == "text" and not any(machine_links)
+                result.extend(_split(token, names) if plain else [token])
             block.children = result
 
     return rule

@@ -102,8 +102,14 @@ def test_no_emoji_in_code_or_links(live, general):
     assert send(general, "```\n:wave: 👋\n```")["content"] == (
         '<div class="codehilite"><pre><span></span><code>:wave: 👋\n</code></pre></div>'
     )
-    html = rendered(general, "https://example.com/:wave:/x and [:wave:](https://example.com)")
+    html = rendered(general, "https://example.com/:wave:/x and <https://example.com/:smile:>")
     assert "emoji" not in html and 'href="https://example.com/:wave:/x"' in html
+
+
+def test_emoji_in_the_text_of_a_written_link(live, general):
+    # Zulip runs its inline patterns over a [text](url) link's text, emoji among them.
+    html = rendered(general, "[:wave: hi](https://example.com/:smile:)")
+    assert html == '<a href="https://example.com/:smile:">' + span("1f44b", "wave") + " hi</a>"
 
 
 def test_typed_emoji_are_wrapped_with_their_name(live, general):
