@@ -15,7 +15,7 @@ from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message, message_channel
 from storage.messages import access_channel_for_sending
-from storage.realm import EMPTY_TOPIC_DISPLAY_NAME, Realm
+from storage.realm import Realm
 from storage.topics import normalize_topic
 from storage.user_settings import get_user_settings
 from storage.users import MAX_ID, User, api_email, get_user_by_id, list_users
@@ -51,15 +51,6 @@ def _receivers(tx: Tx, user_ids: set[int]) -> set[int]:
         "SELECT user_id FROM user_settings WHERE name = 'receives_typing_notifications' AND value = 'false'"
     )
     return user_ids - set(declined)
-
-
-def typing_event_form(event: dict[str, Any], empty_topic_name: bool) -> dict[str, Any]:
-    """A typing event as one queue receives it: the empty topic under its display name unless the
-    client has the empty_topic_name capability (as every topic Zulip sends)."""
-    body = {key: value for key, value in event.items() if not key.startswith("_")}
-    if body.get("topic") == "" and not empty_topic_name:
-        body["topic"] = EMPTY_TOPIC_DISPLAY_NAME
-    return body
 
 
 def send_typing(

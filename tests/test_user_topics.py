@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.channel_helpers import archive, make_channel
-from tests.events_helpers import register
+from tests.events_helpers import events_now, of_type, register
 from tests.get_messages_helpers import mute_channel, narrow_ids, post
 from tests.helpers import assert_error, assert_success
 
@@ -158,6 +158,17 @@ def test_empty_topic_by_display_name(live):
     assert capable["muted_topics"][0][1] == ""
     assert_success(set_policy(live.owner, general, "", 0))
     assert user_topics_state(live.owner)["user_topics"] == []
+
+
+def test_user_topic_event_names_the_empty_topic_per_queue(live):
+    general = make_channel(live, "general", [live.owner.id])
+    plain = register(live.owner, event_types=["user_topic"])["queue_id"]
+    capable = register(live.owner, event_types=["user_topic"], client_capabilities={"empty_topic_name": True})
+    assert_success(set_policy(live.owner, general, "", MUTED))
+    [event] = of_type(events_now(live.owner, plain), "user_topic")
+    assert event["topic_name"] == "general chat"
+    [event] = of_type(events_now(live.owner, capable["queue_id"]), "user_topic")
+    assert event["topic_name"] == ""
 
 
 # -- the legacy endpoint ---------------------------------------------------------------------

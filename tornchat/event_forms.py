@@ -16,7 +16,6 @@ import msgspec
 from storage.messages import LOCAL, RAW_CONTENT, SENDER_INFO
 from storage.presence import presence_event_form
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
-from storage.typing_notifications import typing_event_form
 from storage.users import VISIBLE_TO_ROLE
 
 if TYPE_CHECKING:
@@ -35,6 +34,16 @@ RESOLVED_PREFIX = "✔ "
 EVENT_OVERHEAD = 128
 
 _encode = msgspec.json.Encoder().encode
+
+
+# Events that name one topic, and the field naming it. The empty topic goes under its display name to
+# clients without the empty_topic_name capability, as every topic Zulip sends.
+TOPIC_FIELDS = {"typing": "topic", "user_topic": "topic_name"}
+
+
+def empty_topic_form(body: dict[str, Any], field: str, empty_topic_name: bool) -> dict[str, Any]:
+    """The event as a queue receives it: its empty topic renamed unless the client asked for ""."""
+    return body if empty_topic_name else {**body, field: EMPTY_TOPIC_DISPLAY_NAME}
 
 
 def event_size(body: dict[str, Any]) -> int:
@@ -62,16 +71,16 @@ class Fanout:
             key = (message_form(queue, self.event), tuple(flags or ()), own)
         elif self.event["type"] == "presence":
             key = ("presence", queue.simplified_presence_events, queue.slim_presence)
-        elif self.event["type"] == "typing" and self.event.get("topic") == "":
-            key = ("typing", queue.empty_topic_name)
+        elif self.event.get(TOPIC_FIELDS.get(self.event["type"], "")) == "":
+            key = ("empty_topic", queue.empty_topic_name)
         found = self.forms.get(key)
         if found is None:
             if key is None:
                 body = self.plain
             elif key[0] == "presence":
                 body = presence_event_form(self.event, key[1], key[2])
-            elif key[0] == "typing":
-                body = typing_event_form(self.event, key[1])
+            elif key[0] == "empty_topic":
+                body = empty_topic_form(self.plain, TOPIC_FIELDS[self.event["type"]], key[1])
             else:
                 body = self._message_body(*key)
             found = self.forms[key] = (body, event_size(body))
