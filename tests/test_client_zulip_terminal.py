@@ -69,6 +69,7 @@ def start_terminal(live: LiveServer, tmp_path) -> Tmux:  # type: ignore[no-untyp
     write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
     tmux = Tmux(width=200, height=50)
     env = {"HOME": str(tmp_path), "TERM": "screen-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+    env["TMPDIR"] = str(tmp_path)  # where it saves the files it downloads
     tmux.start([command, "-c", zuliprc], cwd=str(tmp_path), env=env)
     try:
         tmux.wait_for(lambda screen: "the usual place" in screen or "has crashed" in screen)
@@ -198,6 +199,35 @@ def test_it_reacts_with_an_emoji_only_zulip_names(terminal, access_log, name):
     )
     assert [(r["emoji_name"], r["user_id"]) for r in reactions] == [(name, terminal.live.owner.id)]
     tmux.wait_for(f":{name}: You")
+    assert_no_errors(terminal, access_log)
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def test_it_downloads_a_file_another_user_linked(terminal, access_log, tmp_path):
+    # Bob uploads a file and links it; zulip-terminal's message info popup lists the link, and Enter on
+    # it downloads the file with the owner's credentials (HTTP Basic) into TMPDIR.
+    part = ("notes.txt", b"minutes of the meeting\n", "text/plain")
+    response = terminal.bob.session.post(terminal.live.base_url + "/api/v1/user_uploads", files={"file": part})
+    url = assert_success(response)["url"]
+    body = {"type": "stream", "to": "design", "topic": "logo", "content": f"the notes: [notes.txt]({url})"}
+    assert_success(terminal.bob.post("/messages", body))
+    tmux = terminal.tmux
+    tmux.wait_for("the notes: notes.txt")
+    terminal.open_messages()
+    tmux.keys("G")  # the newest message: Bob's link
+    tmux.keys("i")
+    tmux.wait_for("Message Links")
+    tmux.keys("Enter")  # the popup's first selectable line: the link
+    tmux.wait_for(lambda screen: "Downloaded notes.txt" in screen.splitlines()[-1])
+    assert ("GET", url, 200) in access_log.requests
+    saved = wait_until(lambda: list(tmp_path.glob("zt-*-notes.txt")), "no downloaded file")
+    assert saved[0].read_bytes() == b"minutes of the meeting\n"
+    # Then it asks whether to open the file with xdg-open: decline, whether or not that tool exists.
+    tmux.wait_for("Do you want the application to open it with xdg-open?")
+    tmux.keys("Escape")  # No
+    tmux.wait_for(lambda screen: "Do you want the application" not in screen)
     assert_no_errors(terminal, access_log)
 
 
