@@ -153,17 +153,41 @@ def migration_scripts() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+class DatabaseTooNew(Exception):
+    """The database records a migration this build does not have: a newer tornchat wrote it."""
+
+    def __init__(self, path: str, newest: int, known: int) -> None:
+        super().__init__(
+            f"the database at {path} was written by a newer tornchat (migration {newest:04d};"
+            f" this build knows up to {known:04d}): upgrade tornchat or restore a backup"
+        )
+
+
+def _applied_migrations(conn: sqlite3.Connection) -> set[int]:
+    """Return the numbers recorded in the migrations table (none if the table does not exist yet)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone() is None:
+        return set()
+    return {row[0] for row in conn.execute("SELECT id FROM migrations")}
+
+
 def migrate(conn: sqlite3.Connection, now: float, until: int | None = None) -> list[str]:
     """Apply the migrations not yet recorded (up to number `until`, if given); return their names.
 
-    Raises sqlite3.IntegrityError, with nothing of that migration applied, if it breaks a foreign key.
+    Raises DatabaseTooNew, before writing anything, if the database records a migration this build
+    does not have; sqlite3.IntegrityError, with nothing of that migration applied, if one breaks a
+    foreign key.
     """
+    scripts = migration_scripts()
+    applied = _applied_migrations(conn)
+    unknown = applied - {number for number, _, _ in scripts}
+    if unknown:
+        path = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+        raise DatabaseTooNew(path, max(unknown), max((number for number, _, _ in scripts), default=0))
     conn.execute(
         "CREATE TABLE IF NOT EXISTS migrations ("
         " id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
     )
-    applied = {row[0] for row in conn.execute("SELECT id FROM migrations")}
-    pending = [m for m in migration_scripts() if m[0] not in applied and (until is None or m[0] <= until)]
+    pending = [m for m in scripts if m[0] not in applied and (until is None or m[0] <= until)]
     if not pending:
         return []
     # Table rebuilds (SQLite's 12-step ALTER TABLE procedure) drop tables that others reference:

@@ -11,7 +11,7 @@ import signal
 import sys
 
 from storage import groups, users
-from storage.db import Database
+from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
 from tornchat import __version__
 from tornchat.settings import Settings, load_settings
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         handlers[args.command](args)
-    except CommandError as error:
+    except (CommandError, DatabaseTooNew) as error:
         print(f"tornchat: {error}", file=sys.stderr)
         return 1
     return 0
