@@ -1,0 +1,261 @@
+"""The events tornchat sends zulip-terminal 0.7.0, through zulip-terminal's own event handlers.
+
+zulip-terminal registers for ten event types (model.py `event_actions`) and hands each event to a
+handler that asserts its type and reads keys without defaults; an exception there shows in its
+"An exception occurred" popup. tests/zt_model_driver.py runs zulip-terminal's real Model (its own
+POST /register with its own parameters) in zulip-terminal's virtualenv; these tests cause every
+kind of event it handles over HTTP, dispatch what its queue receives, and assert that no handler
+raised and that the model took the change in (its settings, muted streams, stars, reactions...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.channel_helpers import make_channel, subscribe, unsubscribe
+from tests.client_helpers import zulip_term_path
+from tests.helpers import Client, LiveServer, assert_success
+from tests.test_realm_emoji import upload as upload_emoji
+from tornchat.bootstrap import write_zuliprc
+
+pytestmark = pytest.mark.client
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zt_model_driver.py")
+# model.py's event_actions: the event_types zulip-terminal registers for.
+HANDLED = {
+    "message", "update_message", "reaction", "subscription", "typing", "update_message_flags",
+    "update_global_notifications", "update_display_settings", "user_settings", "realm_emoji",
+}  # fmt: skip
+
+
+class Driver:
+    """zulip-terminal's Model for the owner, in a subprocess speaking JSON lines."""
+
+    def __init__(self, live: LiveServer, tmp_path: Any) -> None:
+        python = os.path.join(os.path.dirname(zulip_term_path()), "python")
+        zuliprc = str(tmp_path / "zuliprc")
+        write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
+        env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
+        self.process = subprocess.Popen(
+            [python, DRIVER, zuliprc], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.registered = self._read()
+
+    def _read(self) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, f"the driver ended (exit status {self.process.wait(timeout=10)})"
+        return json.loads(line)
+
+    def ask(self, command: str) -> Any:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def poll(self) -> list[dict[str, Any]]:
+        """Dispatch every queued event; fail on any handler's exception; return the events' results."""
+        results = self.ask("poll")
+        errors = [(r["type"], r["event"], r["error"]) for r in results if r["error"]]
+        assert errors == [], "\n".join(f"{kind} {event}\n{error}" for kind, event, error in errors)
+        return results
+
+    def state(self) -> dict[str, Any]:
+        return self.ask("state")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.process.poll() is None:
+            self.process.stdin.write("quit\n")
+        self.process.stdin.close()
+        self.process.wait(timeout=20)
+        self.process.stdout.close()
+
+
+@pytest.fixture
+def bob(live) -> Client:
+    return live.make_user(email="bob@example.com", full_name="Bob Builder")
+
+
+@pytest.fixture
+def general(live, bob) -> int:
+    channel_id = make_channel(live, "general", [live.owner.id, bob.id])
+    send(bob, "general", "lunch", "lunch at noon")
+    return channel_id
+
+
+@pytest.fixture
+def model(live, general, tmp_path) -> Iterator[Driver]:
+    driver = Driver(live, tmp_path)
+    try:
+        yield driver
+    finally:
+        driver.close()
+
+
+def send(client: Client, channel: str, topic: str, content: str) -> int:
+    body = {"type": "stream", "to": channel, "topic": topic, "content": content}
+    return assert_success(client.post("/messages", body))["id"]
+
+
+def types_of(results: list[dict[str, Any]]) -> list[str]:
+    return [result["type"] for result in results]
+
+
+# -- messages and edits ---------------------------------------------------------------------------
+
+
+def test_new_messages_of_every_kind_are_indexed(model, live, bob):
+    content = (
+        "hi @**Owner** :wave: **bold** `code` [a link](https://example.com) <time:2026-01-01T10:00:00Z>\n"
+        "> quoted\n\n```spoiler Hidden\nsecret\n```\n\n```python\nprint(1)\n```"
+    )
+    rich = send(bob, "general", "lunch", content)
+    direct = assert_success(bob.post("/messages", {"type": "direct", "to": [live.owner.id], "content": "psst"}))["id"]
+    results = model.poll()
+    assert types_of(results) == ["message", "message"]
+    messages = model.state()["messages"]
+    assert "mentioned" in messages[str(rich)]["flags"] and messages[str(direct)]["content"] == "<p>psst</p>"
+
+
+def test_edits_and_moves_reach_its_index(model, live, bob, general):
+    message_id = send(bob, "general", "lunch", "at noon")
+    other = make_channel(live, "design", [live.owner.id, bob.id])
+    assert_success(bob.patch(f"/messages/{message_id}", {"content": "at one"}))
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "dinner", "propagate_mode": "change_all"}))
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"stream_id": other, "propagate_mode": "change_one"}))
+    results = model.poll()
+    assert types_of(results).count("update_message") == 3
+    state = model.state()
+    assert message_id in state["edited"]
+    moved = state["messages"][str(message_id)]
+    assert (moved["content"], moved["subject"]) == ("<p>at one</p>", "dinner")
+
+
+# -- reactions and flags --------------------------------------------------------------------------
+
+
+def test_reactions_from_others_and_from_the_user(model, live, bob, general):
+    message_id = send(bob, "general", "lunch", "react to me")
+    model.poll()
+    url = f"/messages/{message_id}/reactions"
+    for client, name in ((bob, "big_smile"), (live.owner, "heart_box"), (bob, "octopus")):
+        assert_success(client.post(url, {"emoji_name": name}))
+    assert_success(bob.delete(url, {"emoji_name": "octopus"}))
+    assert types_of(model.poll()) == ["reaction"] * 4
+    reactions = model.state()["messages"][str(message_id)]["reactions"]
+    assert reactions == [["big_smile", bob.id], ["heart_box", live.owner.id]]
+
+
+def test_stars_and_read_flags(model, live, bob, general):
+    first, second = (send(bob, "general", "lunch", text) for text in ("one", "two"))
+    model.poll()
+    assert_success(live.owner.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
+    assert_success(live.owner.post("/messages/flags", {"messages": [first, second], "op": "add", "flag": "read"}))
+    assert_success(live.owner.post("/messages/flags", {"messages": [second], "op": "remove", "flag": "read"}))
+    assert_success(live.owner.post("/mark_all_as_read"))
+    assert set(types_of(model.poll())) == {"update_message_flags"}
+    state = model.state()
+    assert state["starred"] == [first] and "starred" in state["messages"][str(first)]["flags"]
+    assert_success(live.owner.post("/messages/flags", {"messages": [first], "op": "remove", "flag": "starred"}))
+    model.poll()
+    assert model.state()["starred"] == []
+
+
+# -- subscriptions --------------------------------------------------------------------------------
+
+
+def set_property(client: Client, stream_id: int, name: str, value: Any) -> None:
+    change = {"stream_id": stream_id, "property": name, "value": value}
+    assert_success(client.post("/users/me/subscriptions/properties", {"subscription_data": [change]}))
+
+
+def test_subscription_changes(model, live, bob, general):
+    for name, value in (("is_muted", True), ("pin_to_top", True), ("desktop_notifications", True)):
+        set_property(live.owner, general, name, value)
+    set_property(live.owner, general, "color", "#a0b0c0")
+    results = model.poll()
+    assert [r["event"]["property"] for r in results] == [
+        "in_home_view", "is_muted", "pin_to_top", "desktop_notifications", "color",
+    ]  # fmt: skip
+    state = model.state()
+    assert state["muted_streams"] == [general] and state["pinned_streams"] == [general]
+    assert state["visual_notified_streams"] == [general]
+    set_property(live.owner, general, "in_home_view", True)  # the legacy name unmutes
+    set_property(live.owner, general, "pin_to_top", False)
+    model.poll()
+    assert (model.state()["muted_streams"], model.state()["pinned_streams"]) == ([], [])
+
+
+def test_others_joining_and_leaving_a_channel(model, live, bob, general):
+    carol = live.make_user(email="carol@example.com", full_name="Carol")
+    assert_success(subscribe(carol, ["general"]))
+    assert model.state()["subscribers"][str(general)] == sorted([live.owner.id, bob.id])
+    model.poll()
+    assert model.state()["subscribers"][str(general)] == sorted([live.owner.id, bob.id, carol.id])
+    assert_success(unsubscribe(carol, ["general"]))
+    assert_success(unsubscribe(bob, ["general"]))
+    model.poll()
+    assert model.state()["subscribers"][str(general)] == [live.owner.id]
+
+
+def test_joining_and_leaving_a_channel_oneself(model, live, bob):
+    random = make_channel(live, "random", [bob.id])
+    assert [r["event"]["op"] for r in model.poll()] == ["peer_add"]  # Bob joined a channel the owner may join
+    assert_success(subscribe(live.owner, ["random"]))
+    assert_success(unsubscribe(live.owner, ["random"]))
+    # The owner's own changes come as add and remove, never as peer events about the owner (Zulip).
+    assert [r["event"]["op"] for r in model.poll()] == ["add", "remove"]
+    assert str(random) not in model.state()["subscribers"]
+
+
+# -- typing, settings, custom emoji --------------------------------------------------------------
+
+
+def test_typing_in_a_direct_conversation(model, live, bob):
+    model.ask('narrow [["pm_with", "bob@example.com"]]')
+    assert_success(bob.post("/typing", {"op": "start", "to": [live.owner.id]}))
+    assert types_of(model.poll()) == ["typing"]
+    assert model.state()["typing"] == {"sender_name": "Bob Builder"}
+    assert_success(bob.post("/typing", {"op": "stop", "to": [live.owner.id]}))
+    model.poll()
+    assert model.state()["typing"] == {}
+
+
+def test_settings_changes_in_both_forms(model, live):
+    changes = {
+        "twenty_four_hour_time": True, "pm_content_in_desktop_notifications": False,
+        "send_private_typing_notifications": False, "default_language": "de", "timezone": "Europe/Berlin",
+        "enable_sounds": False,
+    }  # fmt: skip
+    assert_success(live.owner.patch("/settings", changes))
+    results = model.poll()
+    assert {r["type"] for r in results} == {"user_settings", "update_display_settings", "update_global_notifications"}
+    assert model.state()["user_settings"] == {
+        "twenty_four_hour_time": True, "pm_content_in_desktop_notifications": False,
+        "send_private_typing_notifications": False,
+    }  # fmt: skip
+
+
+def test_custom_emoji_added_and_removed(model, live):
+    assert upload_emoji(live.owner, "party_parrot").status_code == 200
+    model.poll()
+    assert model.state()["custom_emoji"] == ["party_parrot"]
+    assert_success(live.owner.delete("/realm/emoji/party_parrot"))
+    model.poll()
+    assert model.state()["custom_emoji"] == []
+
+
+def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, general):
+    # Presence, topic visibility, user and channel changes: none of them reach its queue.
+    assert_success(bob.post("/users/me/presence", {"status": "active"}))
+    assert_success(live.owner.post("/user_topics", {"stream_id": general, "topic": "lunch", "visibility_policy": 1}))
+    assert_success(bob.patch("/settings", {"full_name": "Robert Builder"}))
+    assert_success(live.owner.patch(f"/streams/{general}", {"description": "lunch plans"}))
+    set_property(live.owner, general, "pin_to_top", True)
+    assert types_of(model.poll()) == ["subscription"]
