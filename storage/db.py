@@ -241,7 +241,11 @@ class Database:
         self.query_budget: float | None = DEFAULT_QUERY_BUDGET
         self.cpu_clock: Clock = time.thread_time
         self.conn = connect(path)
-        migrate(self.conn, clock())
+        try:
+            migrate(self.conn, clock())
+        except BaseException:
+            self.conn.close()  # a refused (newer) or broken database is left as it was found
+            raise
 
     def close(self) -> None:
         self.conn.close()
