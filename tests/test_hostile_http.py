@@ -191,9 +191,9 @@ def test_edge_flags_win_over_the_environment():
     ("environ", "message"),
     [
         ({"TORNCHAT_TRUSTED_PROXY": "proxy.example.com"}, "invalid trusted proxy 'proxy.example.com'"),
-        ({"TORNCHAT_MAX_BODY_SIZE": "0"}, "max body size and timeouts must be positive"),
+        ({"TORNCHAT_MAX_BODY_SIZE": "0"}, "invalid setting TORNCHAT_MAX_BODY_SIZE: 0 must be positive"),
         ({"TORNCHAT_MAX_BODY_SIZE": "lots"}, "invalid setting"),
-        ({"TORNCHAT_BODY_TIMEOUT": "-1"}, "max body size and timeouts must be positive"),
+        ({"TORNCHAT_BODY_TIMEOUT": "-1"}, "invalid setting TORNCHAT_BODY_TIMEOUT: -1.0 must be a positive number"),
     ],
 )
 def test_bad_edge_settings_are_refused(environ, message):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -218,8 +219,10 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     )
 
 
-def make_http_server(server_state: Server) -> tornado.httpserver.HTTPServer:
+def make_http_server(server_state: Server, ssl_context: ssl.SSLContext | None = None) -> tornado.httpserver.HTTPServer:
     """Return the HTTP server for this Server, with the limits and timeouts of its settings.
+
+    With an SSL context (tornchat.tls.make_ssl_context) it serves HTTPS.
 
     X-Real-Ip and X-Forwarded-For are not applied here (no xheaders): BaseHandler.client_address
     believes them only from a trusted proxy.
@@ -233,4 +236,5 @@ def make_http_server(server_state: Server) -> tornado.httpserver.HTTPServer:
         max_header_size=HEADER_READ_LIMIT,
         idle_connection_timeout=settings.header_timeout,
         body_timeout=settings.body_timeout,
+        ssl_options=ssl_context,
     )

@@ -8,6 +8,7 @@ import logging
 import os
 import secrets
 import signal
+import ssl
 import sys
 
 from storage import groups, users
@@ -52,6 +53,8 @@ def _settings(args: argparse.Namespace) -> Settings:
             "max_queue_bytes",
             "max_file_upload_size_mib",
             "upload_quota_mib",
+            "tls_cert",
+            "tls_key",
         )
     }
     try:
@@ -80,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(serve)
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 9991)")
-    serve.add_argument("--site", help="public URL of the server written to zuliprc (default http://HOST:PORT)")
+    serve.add_argument(
+        "--site", help="public URL of the server written to zuliprc (default http://HOST:PORT, https with TLS)"
+    )
     serve.add_argument("--push-service-url", dest="push_service_url", help="URL of the push notification service")
     serve.add_argument(
         "--push-service-public-key",
@@ -114,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="MiB of uploaded files each user may keep (default 1024)",
     )
+    serve.add_argument("--tls-cert", dest="tls_cert", metavar="FILE", help="serve HTTPS: PEM certificate chain")
+    serve.add_argument("--tls-key", dest="tls_key", metavar="FILE", help="the PEM private key of --tls-cert")
 
     init = commands.add_parser("init", help="create the database, organization, owner and zuliprc")
     _add_common(init, data_dir_required=True)
@@ -231,8 +238,9 @@ def command_serve(args: argparse.Namespace) -> None:
     from tornchat.bootstrap import apply_settings, bootstrap, is_bootstrapped
 
     settings = _settings(args)
+    ssl_context = _ssl_context(settings)
     if not is_bootstrapped(settings):
-        email = os.environ.get("TORNCHAT_OWNER_EMAIL") or f"owner@{settings.email_host or settings.site_hostname}"
+        email = settings.owner_email or f"owner@{settings.email_host or settings.site_hostname}"
         given = os.environ.get("TORNCHAT_OWNER_PASSWORD")
         password = given or secrets.token_urlsafe(12)
         try:
@@ -244,7 +252,19 @@ def command_serve(args: argparse.Namespace) -> None:
     else:
         apply_settings(settings)
     print(f"API credentials for the owner: {os.path.abspath(settings.zuliprc_path)}", flush=True)
-    asyncio.run(_serve(settings))
+    asyncio.run(_serve(settings, ssl_context))
+
+
+def _ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context when a certificate and key are set, checked before anything is created."""
+    from tornchat.tls import make_ssl_context
+
+    if settings.tls_cert is None or settings.tls_key is None:
+        return None
+    try:
+        return make_ssl_context(settings.tls_cert, settings.tls_key)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
 
 
 def _tell_owner_password(settings: Settings, password: str, from_environment: bool) -> None:
@@ -263,11 +283,11 @@ def _tell_owner_password(settings: Settings, password: str, from_environment: bo
         )
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) -> None:
     from tornchat.app import Server, make_http_server
 
     server_state = Server(settings)
-    http_server = make_http_server(server_state)
+    http_server = make_http_server(server_state, ssl_context)
     try:
         http_server.listen(settings.port, settings.host)
     except OSError as error:

@@ -1,14 +1,20 @@
-"""Server settings: command-line flags first, then TORNCHAT_* environment variables, then defaults."""
+"""Server settings: command-line flags first, then TORNCHAT_* variables, then DATA_DIR/tornchat.toml, then defaults."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import ipaddress
+import math
 import os
+import tomllib
 import urllib.parse
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
+import msgspec.structs
 
 DEFAULT_DATA_DIR = "./tornchat-data"
 DEFAULT_HOST = "127.0.0.1"
@@ -34,7 +40,7 @@ class Settings(msgspec.Struct, kw_only=True):
     port: int = DEFAULT_PORT
     realm_name: str | None = None  # None: keep the stored name (bootstrap uses DEFAULT_REALM_NAME)
     email_host: str | None = None  # None: keep the stored host (bootstrap uses the site's host)
-    site: str | None = None  # None: http://{host}:{port}
+    site: str | None = None  # None: http://{host}:{port}, https:// with TLS
     web_public_channels: bool = True  # the server-wide switch for web-public channels
     # The push notification service (both or neither): its URL and the standard Base64 of its
     # 32-byte Curve25519 public key, with which mobile clients encrypt their token registrations.
@@ -51,6 +57,10 @@ class Settings(msgspec.Struct, kw_only=True):
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES
     max_file_upload_size_mib: int = DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB
     upload_quota_mib: int = DEFAULT_UPLOAD_QUOTA_MIB
+    # Serving HTTPS directly (both or neither): PEM files of the certificate chain and its key.
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    owner_email: str | None = None  # the owner `serve` creates on an empty data directory
 
     @property
     def upload_body_limit(self) -> int:
@@ -78,12 +88,15 @@ class Settings(msgspec.Struct, kw_only=True):
         if self.site:
             return self.site.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls_cert else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def site_hostname(self) -> str:
         return urllib.parse.urlsplit(self.site_url).hostname or "localhost"
 
+
+CONFIG_FILE = "tornchat.toml"  # in the data directory
 
 ENVIRONMENT = {
     "data_dir": "TORNCHAT_DATA_DIR",
@@ -102,32 +115,147 @@ ENVIRONMENT = {
     "max_queue_bytes": "TORNCHAT_MAX_QUEUE_BYTES",
     "max_file_upload_size_mib": "TORNCHAT_MAX_FILE_UPLOAD_SIZE_MIB",
     "upload_quota_mib": "TORNCHAT_UPLOAD_QUOTA_MIB",
+    "tls_cert": "TORNCHAT_TLS_CERT",
+    "tls_key": "TORNCHAT_TLS_KEY",
+    "owner_email": "TORNCHAT_OWNER_EMAIL",
+}
+FIELD_TYPES = {field.name: field.type for field in msgspec.structs.fields(Settings)}
+# Keys of the file: every setting but the data directory, which holds the file. The owner's
+# password is refused there: it is needed once, at the first start, and a configuration file
+# lives long, is copied and is often readable by others (TORNCHAT_OWNER_PASSWORD or a generated one).
+FILE_KEYS = tuple(name for name in FIELD_TYPES if name != "data_dir")
+REFUSED_FILE_KEYS = {
+    "data_dir": "the file is inside the data directory: use --data-dir or TORNCHAT_DATA_DIR",
+    "owner_password": "a password does not belong in a configuration file: use TORNCHAT_OWNER_PASSWORD"
+    " or let the first start generate one",
+}
+TYPE_WORDS = {
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    str: "a string",
+    str | None: "a string",
+    list[str]: "an array of strings",
 }
 
 
+def _is_site(value: str) -> bool:
+    parts = urllib.parse.urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+POSITIVE = (lambda value: value >= 1, "must be positive")
+SECONDS = (lambda value: math.isfinite(value) and value > 0, "must be a positive number of seconds")
+NOT_NEGATIVE = (lambda value: value >= 0, "must not be negative")
+NOT_EMPTY = (bool, "must not be empty")
+# What a value of the right type must also be, and what the error says when it is not.
+VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "port": (lambda value: 1 <= value <= 65535, "is not a port number (1 to 65535)"),
+    "site": (_is_site, "is not a URL starting with http:// or https://"),
+    "max_body_size": POSITIVE,
+    "max_queue_bytes": POSITIVE,
+    "header_timeout": SECONDS,
+    "body_timeout": SECONDS,
+    "max_file_upload_size_mib": NOT_NEGATIVE,
+    "upload_quota_mib": NOT_NEGATIVE,
+    "tls_cert": NOT_EMPTY,
+    "tls_key": NOT_EMPTY,
+}
+
+
+class _Source(msgspec.Struct, frozen=True):
+    """Where one setting came from, named the way its user wrote it."""
+
+    kind: str  # "flag", "variable" or "file"
+    path: str = ""  # the file, for kind "file"
+
+    def name(self, setting: str) -> str:
+        if self.kind == "flag":
+            return "--" + setting.replace("_", "-")
+        if self.kind == "variable":
+            return ENVIRONMENT[setting]
+        return setting
+
+    def describe(self, setting: str) -> str:
+        return f"{setting} in {self.path}" if self.kind == "file" else self.name(setting)
+
+
 def load_settings(flags: dict[str, object], environ: dict[str, str] | None = None) -> Settings:
-    """Merge flags (None = not given) over TORNCHAT_* variables; raise ValueError on a bad value."""
+    """Merge flags (None = not given) over TORNCHAT_* variables over DATA_DIR/tornchat.toml.
+
+    The data directory comes from the flag, the variable or the default only. Raise ValueError
+    with a one-line reason naming the setting (and the file) for a bad key, type or value.
+    """
     environ = dict(os.environ) if environ is None else environ
-    values: dict[str, object] = {}
-    for name, variable in ENVIRONMENT.items():
-        flag = flags.get(name)
-        if flag is not None:
-            values[name] = flag
-        elif environ.get(variable):
-            values[name] = environ[variable]
-    if "trusted_proxy" in values:
-        values["trusted_proxy"] = split_addresses(values["trusted_proxy"])
-    try:
-        settings = msgspec.convert(values, Settings, strict=False)
-    except msgspec.ValidationError as error:
-        raise ValueError(f"invalid setting: {error}") from None
-    check_push_settings(settings)
-    check_edge_settings(settings)
-    if settings.max_queue_bytes < 1:
-        raise ValueError("max queue bytes must be positive")
-    if settings.max_file_upload_size_mib < 0 or settings.upload_quota_mib < 0:
-        raise ValueError("max file upload size and upload quota must not be negative")
+    data_dir = str(flags.get("data_dir") or environ.get(ENVIRONMENT["data_dir"]) or DEFAULT_DATA_DIR)
+    path = os.path.join(data_dir, CONFIG_FILE)
+    in_file = _file_values(path)  # all checked, even those a variable or flag overrides
+    values: dict[str, object] = {"data_dir": data_dir}
+    sources: dict[str, _Source] = {}
+    for name in FILE_KEYS:
+        if flags.get(name) is not None:
+            given, source = flags[name], _Source("flag")
+        elif environ.get(ENVIRONMENT[name]):
+            given, source = environ[ENVIRONMENT[name]], _Source("variable")
+        else:
+            if name in in_file:
+                values[name], sources[name] = in_file[name], _Source("file", path)
+            continue
+        if name == "trusted_proxy":
+            given = split_addresses(given)
+        values[name], sources[name] = _convert(name, given, source), source
+    settings = Settings(**values)  # type: ignore[arg-type]
+    _check_pair(settings, sources, "push_service_url", "push_service_public_key")
+    _check_pair(settings, sources, "tls_cert", "tls_key")
+    check_push_settings(settings, sources)
     return settings
+
+
+def _file_values(path: str) -> dict[str, object]:
+    """The settings of the file at `path`, converted and checked; relative TLS paths made relative to it."""
+    source = _Source("file", path)
+    values = {name: _convert(name, given, source) for name, given in read_config_file(path).items()}
+    for name in ("tls_cert", "tls_key"):
+        if name in values:
+            values[name] = os.path.join(os.path.dirname(path), str(values[name]))
+    return values
+
+
+def read_config_file(path: str) -> dict[str, object]:
+    """The settings of a tornchat.toml ({} when there is none); ValueError for a bad file or key."""
+    try:
+        with open(path, "rb") as handle:
+            values = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    except ValueError as error:  # TOMLDecodeError, or bytes that are not UTF-8
+        raise ValueError(f"cannot read {path}: not valid TOML: {error}") from None
+    for key in values:
+        if key in REFUSED_FILE_KEYS:
+            raise ValueError(f"{key} cannot be set in {path}: {REFUSED_FILE_KEYS[key]}")
+        if key not in FILE_KEYS:
+            close = difflib.get_close_matches(key, FILE_KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown setting {key!r} in {path}{hint}")
+    return values
+
+
+def _convert(name: str, given: object, source: _Source) -> object:
+    """The value of one setting in its type (files are typed: no conversion from text), checked."""
+    field_type = FIELD_TYPES[name]
+    try:
+        value = msgspec.convert(given, field_type, strict=source.kind == "file")
+    except msgspec.ValidationError:
+        shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
+        words = TYPE_WORDS.get(field_type, str(field_type))
+        raise ValueError(f"invalid setting {source.describe(name)}: expected {words}, got {shown}") from None
+    if name in VALUE_CHECKS and not VALUE_CHECKS[name][0](value):
+        raise ValueError(f"invalid setting {source.describe(name)}: {value!r} {VALUE_CHECKS[name][1]}")
+    if name == "trusted_proxy":
+        check_trusted_proxies(value, source.describe(name))  # type: ignore[arg-type]
+    return value
 
 
 def split_addresses(given: object) -> list[str]:
@@ -136,29 +264,37 @@ def split_addresses(given: object) -> list[str]:
     return [entry.strip() for part in parts for entry in str(part).split(",") if entry.strip()]
 
 
-def check_edge_settings(settings: Settings) -> None:
-    """Raise ValueError for a trusted proxy that is no address or network, or a limit below 1."""
-    for entry in settings.trusted_proxy:
+def check_trusted_proxies(entries: list[str], where: str) -> None:
+    """Raise ValueError for a trusted proxy that is no address or network."""
+    for entry in entries:
         try:
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
-            raise ValueError(f"invalid trusted proxy {entry!r}: expected an IP address or network") from None
-    if settings.max_body_size < 1 or settings.header_timeout <= 0 or settings.body_timeout <= 0:
-        raise ValueError("max body size and timeouts must be positive")
+            raise ValueError(f"invalid trusted proxy {entry!r} ({where}): expected an IP address or network") from None
 
 
-def check_push_settings(settings: Settings) -> None:
-    """Raise ValueError unless the push service settings are both absent or both valid."""
+def _check_pair(settings: Settings, sources: dict[str, _Source], first: str, second: str) -> None:
+    """Raise ValueError when only one of two settings that go together is given."""
+    given = [name for name in (first, second) if getattr(settings, name) is not None]
+    if len(given) != 1:
+        return
+    source = sources[given[0]]
+    where = f" ({source.path})" if source.kind == "file" else ""
+    raise ValueError(f"{source.name(first)} and {source.name(second)} must be given together{where}")
+
+
+def check_push_settings(settings: Settings, sources: dict[str, _Source]) -> None:
+    """Raise ValueError unless the push service URL and key (given together) are valid."""
     url, key = settings.push_service_url, settings.push_service_public_key
-    if (url is None) != (key is None):
-        raise ValueError("--push-service-url and --push-service-public-key must be given together")
     if url is None or key is None:
         return
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise ValueError(f"invalid push service URL {url!r}: it must start with http:// or https://")
+        where = sources["push_service_url"].describe("push_service_url")
+        raise ValueError(f"invalid push service URL {url!r} ({where}): it must start with http:// or https://")
     try:
         decoded = base64.b64decode(key, validate=True)
     except binascii.Error:
         decoded = b""
     if len(decoded) != 32:
-        raise ValueError("invalid push service public key: expected the standard Base64 of 32 bytes")
+        where = sources["push_service_public_key"].describe("push_service_public_key")
+        raise ValueError(f"invalid push service public key ({where}): expected the standard Base64 of 32 bytes")
