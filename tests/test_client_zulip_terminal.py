@@ -99,6 +99,8 @@ def assert_no_errors(terminal: Terminal, log) -> None:  # type: ignore[no-untype
     footer = terminal.tmux.screen().rstrip("\n").splitlines()[-1]
     events = [{k: v for k, v in event.items() if k != "message"} for event, _ in terminal.live.events()[-8:]]
     assert "Not Found" not in footer and "rror" not in footer, (footer, events)
+    # An event handler's exception shows as a popup ("An exception occurred: ..."), not in the footer.
+    assert "An exception occurred" not in terminal.tmux.screen(), events
 
 
 # -- startup and reading ------------------------------------------------------------------------

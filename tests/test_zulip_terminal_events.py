@@ -19,12 +19,14 @@ from typing import Any
 import pytest
 
 from tests.channel_helpers import make_channel, subscribe, unsubscribe
-from tests.client_helpers import zulip_term_path
+from tests.client_helpers import access_log, zulip_term_path
 from tests.helpers import Client, LiveServer, assert_success
+from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
 from tornchat.bootstrap import write_zuliprc
 
 pytestmark = pytest.mark.client
+__all__ = ["access_log", "terminal"]  # fixtures the zulip-terminal run test uses
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zt_model_driver.py")
 # model.py's event_actions: the event_types zulip-terminal registers for.
 HANDLED = {
@@ -227,6 +229,22 @@ def test_typing_in_a_direct_conversation(model, live, bob):
     assert model.state()["typing"] == {}
 
 
+def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
+    # zulip-terminal finds the typist by the email in the event among realm_users' emails: both are
+    # the same stand-in address when Bob hides his real one (EMAIL_ADDRESS_VISIBILITY_NOBODY).
+    assert_success(bob.patch("/settings", {"email_address_visibility": 4}))
+    email = assert_success(live.owner.get(f"/users/{bob.id}"))["user"]["email"]
+    assert email != "bob@example.com"
+    driver = Driver(live, tmp_path)
+    try:
+        driver.ask(f'narrow [["pm_with", "{email}"]]')
+        assert_success(bob.post("/typing", {"op": "start", "to": [live.owner.id]}))
+        assert types_of(driver.poll()) == ["typing"]
+        assert driver.state()["typing"] == {"sender_name": "Bob Builder"}
+    finally:
+        driver.close()
+
+
 def test_settings_changes_in_both_forms(model, live):
     changes = {
         "twenty_four_hour_time": True, "pm_content_in_desktop_notifications": False,
@@ -259,3 +277,43 @@ def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, ge
     assert_success(live.owner.patch(f"/streams/{general}", {"description": "lunch plans"}))
     set_property(live.owner, general, "pin_to_top", True)
     assert types_of(model.poll()) == ["subscription"]
+
+
+# -- the same events while zulip-terminal runs ----------------------------------------------------
+
+
+def left_column(screen: str, text: str) -> str:
+    """The left-hand column (streams) of the line showing `text` there."""
+    return next(line.split("\u2502", 1)[0] for line in screen.splitlines() if text in line.split("\u2502", 1)[0])
+
+
+def test_it_takes_events_in_while_it_runs(terminal, access_log, tmp_path):
+    """An edit, a reaction, subscription changes, a settings change: shown, and no exception anywhere."""
+    live, bob, tmux = terminal.live, terminal.bob, terminal.tmux
+    tmux.wait_for("# design")
+    assert_success(bob.patch(f"/messages/{terminal.edited}", {"content": "lunch at two"}))
+    tmux.wait_for("lunch at two")
+    assert_success(bob.post(f"/messages/{terminal.edited}/reactions", {"emoji_name": "octopus"}))
+    tmux.wait_for(":octopus: Bob Builder")
+    assert "AM" in tmux.screen()  # 12-hour times
+    assert_success(live.owner.patch("/settings", {"twenty_four_hour_time": True}))
+    tmux.wait_for(lambda screen: "Jan 15 08:00" in screen and "AM" not in screen)
+    # Muting comes after: zulip-terminal 0.7.0 fails to redraw the times of a channel muted while its
+    # messages are shown in "All messages" (IndexError in _handle_update_display_settings_event,
+    # as against Zulip: create_msg_box_list leaves muted messages out).
+    design = assert_success(live.owner.get("/get_stream_id", {"stream": "design"}))["stream_id"]
+    set_property(live.owner, design, "is_muted", True)
+    tmux.wait_for(lambda screen: left_column(screen, "# design").rstrip().endswith("M"))
+    set_property(live.owner, terminal.general, "pin_to_top", True)
+    carol = live.make_user(email="carol@example.com", full_name="Carol")
+    assert_success(subscribe(carol, ["general"]))
+    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "lunch", "content": "done"}))
+    tmux.wait_for("done")
+    assert_no_exception(terminal, access_log, tmp_path)
+
+
+def assert_no_exception(terminal, log, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """No failed request, no error in the footer, no "An exception occurred" popup, no exception log."""
+    assert_no_errors(terminal, log)
+    assert "An exception occurred" not in terminal.tmux.screen()
+    assert list(tmp_path.glob("zulip-terminal-*exceptions.log")) == []
