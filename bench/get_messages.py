@@ -1,14 +1,20 @@
-"""GET /messages on a generated organization: 1M messages, 1,000 users, 100 channels.
+"""GET /messages on a generated organization: 1M messages, 1,000 users.
 
-Builds the database once (kept in --data, default /tmp/tornchat-bench2) with plain SQL in the
-shapes the send path writes, then times three fetches through the storage function and over HTTP:
-newest 1000 of a user's history, 1000 of one channel+topic, and 500/500 around a middle anchor.
-Usage: python bench/get_messages.py [--messages N] [--repeat N] [--data DIR]
+Builds the database once (kept in --data) with plain SQL in the shapes the send path writes, then
+times three fetches through the storage function and over HTTP: newest 1000 of a user's history,
+1000 of one channel+topic, and 500/500 around a middle anchor.
+
+Two data shapes (--shape): `old`, the first one (100 channels of 5 topics, each user in 3
+channels, short contents, no reactions, edits or direct messages; default --data
+/tmp/tornchat-bench2), and `real` (the default, build_real below; users in 20 of 600 channels,
+topics of Zipf-distributed sizes, 10% direct messages, reactions on 5%, edits, ~150 characters).
+Usage: python bench/get_messages.py [--shape real|old] [--messages N] [--repeat N] [--data DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -20,8 +26,8 @@ import msgspec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from storage import flags, recipients, users  # noqa: E402
 from storage import realm as realm_storage  # noqa: E402
-from storage import recipients, users  # noqa: E402
 from storage.channels import ChannelOptions, create_channel  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.message_fetch import FetchRequest, get_messages  # noqa: E402
@@ -30,7 +36,7 @@ from tornchat.settings import Settings  # noqa: E402
 USERS, CHANNELS, TOPICS_PER_CHANNEL, CHANNELS_PER_USER = 1000, 100, 5, 3
 
 
-def build(path: str, message_count: int) -> None:
+def build_old(path: str, message_count: int) -> None:
     db = Database(path, clock=lambda: 1_700_000_000.0)
     rng = random.Random(7)
 
@@ -95,6 +101,189 @@ def build(path: str, message_count: int) -> None:
     db.close()
 
 
+# -- the realistic shape (issue 12) ------------------------------------------------------------
+
+REAL_USERS, REAL_CHANNELS, REAL_CHANNELS_PER_USER, TOPICS_PER_CHANNEL_MAX = 1000, 600, 20, 300
+DM_SHARE, REACTION_SHARE, EDIT_SHARE, MOVE_SHARE = 0.10, 0.05, 0.03, 0.005
+EMOJI = [("+1", "1f44d"), ("heart", "2764"), ("tada", "1f389"), ("smile", "1f604"), ("octopus", "1f419")]
+CLIENTS = ["website", "website", "ZulipMobile", "ZulipElectron", "ZulipTerminal"]
+START = 1_700_000_000
+
+
+def zipf_cumulative(n: int, s: float = 1.1) -> list[float]:
+    """Cumulative weights of ranks 1..n under Zipf's law (for random.choices)."""
+    total, result = 0.0, []
+    for rank in range(1, n + 1):
+        total += 1 / rank**s
+        result.append(total)
+    return result
+
+
+def vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
+    """Made-up words from syllables: deterministic, FTS-friendly, no HTML to escape."""
+    syllables = ["ka", "lo", "mi", "ne", "su", "ra", "to", "vi", "de", "po", "chu", "gan", "rel", "tis", "bor", "fen"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))))
+    return sorted(words, key=lambda w: (len(w), w))
+
+
+def sentence(rng: random.Random, words: list[str], cumulative: list[float], length: int = 150) -> str:
+    text: list[str] = []
+    size = -1
+    while size < length:
+        word = rng.choices(words, cum_weights=cumulative)[0]
+        text.append(word)
+        size += len(word) + 1
+    return " ".join(text).capitalize() + "."
+
+
+def build_real(path: str, message_count: int) -> None:
+    """The realistic shape; prints the shape's figures (user_messages per message...) as it goes."""
+    db = Database(path, clock=lambda: float(START))
+    db.conn.execute("PRAGMA cache_size = -1000000")
+    db.conn.execute("PRAGMA synchronous = OFF")
+    rng = random.Random(12)
+
+    def setup(tx):
+        realm_storage.create_realm(tx, "Bench", "http://127.0.0.1:9991", "bench.example")
+        people = [users.create_user(tx, f"person{n}@bench.example", f"Person {n}", None) for n in range(REAL_USERS)]
+        # A third show dummy emails (user{id}@bench.example) and computed avatar URLs.
+        tx.execute("UPDATE users SET email_address_visibility = 3 WHERE id % 3 = 0")
+        owner = people[0]
+        channels = [create_channel(tx, owner, f"channel {c}", ChannelOptions(), True) for c in range(REAL_CHANNELS)]
+        popularity = zipf_cumulative(REAL_CHANNELS, 0.8)
+        for person in people:
+            chosen: set[int] = set()
+            while len(chosen) < REAL_CHANNELS_PER_USER:
+                chosen.add(rng.choices(range(REAL_CHANNELS), cum_weights=popularity)[0])
+            tx.executemany(
+                "INSERT INTO subscriptions (user_id, channel_id, color) VALUES (?, ?, '#76ce90')",
+                [(person.id, channels[c].id) for c in sorted(chosen)],
+            )
+        for channel in channels:
+            recipients.get_or_create_recipient(tx, recipients.CHANNEL, channel.id)
+        conversations = []
+        for n in range(3000):  # 2,500 pairs, 500 groups of three
+            members = rng.sample(people, 2 if n < 2500 else 3)
+            ids = [m.id for m in members]
+            conversations.append((recipients.get_or_create_direct_message_group(tx, ids), sorted(ids)))
+        return conversations
+
+    conversations = db.write(setup)
+    channel_rows = db.read(
+        lambda tx: tx.all("SELECT type_id AS channel_id, id AS recipient_id FROM recipients WHERE type = 2")
+    )
+    members = {
+        row["channel_id"]: db.read(
+            lambda tx, c=row["channel_id"]: tx.column("SELECT user_id FROM subscriptions WHERE channel_id = ?", (c,))
+        )
+        for row in channel_rows
+    }
+    # Traffic per channel: Zipf over a shuffled order, independent of the channels' sizes.
+    # Shuffled until a message reaches ~30 users on average (the first shape's 30M rows per 1M messages).
+    traffic_order = list(channel_rows)
+    traffic = zipf_cumulative(len(traffic_order), 1.0)
+    shares = [b - a for a, b in zip([0.0, *traffic], traffic, strict=False)]
+    expected = 0.0
+    while abs(expected - 33) > 1:
+        rng.shuffle(traffic_order)
+        expected = sum(s * len(members[c["channel_id"]]) for s, c in zip(shares, traffic_order, strict=True))
+        expected /= traffic[-1]
+    topic_weights = zipf_cumulative(TOPICS_PER_CHANNEL_MAX, 1.1)
+    words = vocabulary(rng)
+    word_weights = zipf_cumulative(len(words), 1.0)
+    user_ids = sorted({u for m in members.values() for u in m})
+    # Each user has read everything older than their horizon: the newest 0-2% of messages are unread.
+    horizon = {u: message_count - rng.randint(0, message_count // 50) for u in user_ids}
+    rows_total = 0
+    batch = 20_000
+    for start in range(0, message_count, batch):
+
+        def insert(tx, start=start):
+            messages, rows, reactions = [], [], []
+            for n in range(start, min(start + batch, message_count)):
+                message_id, sent = n + 1, START + n * 30
+                if rng.random() < DM_SHARE:
+                    recipient_id, audience = rng.choice(conversations)
+                    channel_id, topic, private = None, "", flags.IS_PRIVATE
+                else:
+                    channel = rng.choices(traffic_order, cum_weights=traffic)[0]
+                    recipient_id, channel_id = channel["recipient_id"], channel["channel_id"]
+                    audience, private = members[channel_id], 0
+                    rank = rng.choices(range(TOPICS_PER_CHANNEL_MAX), cum_weights=topic_weights)[0]
+                    # Channels whose id ends in 7 use the empty topic ("general chat") as their biggest.
+                    topic = (
+                        ""
+                        if rank == 0 and channel_id % 10 == 7
+                        else f"{words[(channel_id * 7 + rank) % 400 + 50]} {rank}"
+                    )
+                sender = rng.choice(audience)
+                content = sentence(rng, words, word_weights)
+                edited = moved = None
+                history = []
+                if rng.random() < EDIT_SHARE:
+                    previous = sentence(rng, words, word_weights, 60)
+                    edited = sent + 120
+                    history.append({"user_id": sender, "timestamp": edited, "prev_content": previous,
+                                    "prev_rendered_content": f"<p>{previous}</p>"})  # fmt: skip
+                if channel_id is not None and rng.random() < MOVE_SHARE:
+                    moved = sent + 600
+                    history.insert(0, {"user_id": sender, "timestamp": moved, "prev_topic": "old " + topic,
+                                       "topic": topic})  # fmt: skip
+                messages.append((
+                    message_id, sender, recipient_id, channel_id, topic, topic.casefold(), content,
+                    f"<p>{content}</p>", sent, CLIENTS[n % len(CLIENTS)], edited, moved,
+                    json.dumps(history) if history else None,
+                ))  # fmt: skip
+                for user_id in audience:
+                    read = user_id == sender or message_id <= horizon[user_id]
+                    rows.append((user_id, message_id, private | (flags.READ if read else 0)))
+                if rng.random() < REACTION_SHARE:
+                    for reactor in rng.sample(audience, min(len(audience), rng.randint(1, 3))):
+                        name, code = rng.choice(EMOJI)
+                        reactions.append((message_id, reactor, name, code, "unicode_emoji"))
+            tx.executemany(
+                "INSERT INTO messages (id, sender_id, recipient_id, channel_id, topic, topic_key, content,"
+                " rendered_content, date_sent, client, last_edit_timestamp, last_moved_timestamp, edit_history)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                messages,
+            )
+            rows.sort()
+            tx.executemany("INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)", rows)
+            tx.executemany(
+                "INSERT OR IGNORE INTO reactions (message_id, user_id, emoji_name, emoji_code, reaction_type)"
+                " VALUES (?, ?, ?, ?, ?)",
+                reactions,
+            )
+            return len(rows)
+
+        rows_total += db.write(insert)
+        done = min(start + batch, message_count)
+        print(f"\r  {done:,} messages, {rows_total:,} user_messages ({rows_total / done:.1f} each)", end="", flush=True)
+    print()
+    db.conn.execute("ANALYZE")
+    db.close()
+
+
+def default_data_dir(shape: str, message_count: int) -> str:
+    if shape == "old" and message_count == 1_000_000:
+        return "/tmp/tornchat-bench2"  # where the first runs kept it
+    return f"/tmp/tornchat-bench-{shape}-{message_count}"
+
+
+def prepare_data(shape: str, message_count: int, data_dir: str | None = None) -> Settings:
+    """Return the settings of a data directory holding the generated database, building it if missing."""
+    settings = Settings(data_dir=data_dir or default_data_dir(shape, message_count))
+    if not os.path.exists(settings.database_path):
+        os.makedirs(settings.data_dir, exist_ok=True)
+        print(f"building {settings.database_path} ({shape} shape, {message_count:,} messages) ...")
+        started = time.perf_counter()
+        (build_real if shape == "real" else build_old)(settings.database_path, message_count)
+        print(f"  built in {time.perf_counter() - started:.0f} s")
+    return settings
+
+
 def time_calls(fn, repeat: int) -> tuple[float, float]:
     timings = []
     for _ in range(repeat):
@@ -107,17 +296,12 @@ def time_calls(fn, repeat: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--shape", choices=["real", "old"], default="real")
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--data", default="/tmp/tornchat-bench2")
+    parser.add_argument("--data", help="data directory (default: one per shape and size under /tmp)")
     args = parser.parse_args()
-    settings = Settings(data_dir=args.data)
-    if not os.path.exists(settings.database_path):
-        os.makedirs(args.data, exist_ok=True)
-        print(f"building {settings.database_path} ...")
-        started = time.perf_counter()
-        build(settings.database_path, args.messages)
-        print(f"  built in {time.perf_counter() - started:.0f} s")
+    settings = prepare_data(args.shape, args.messages, args.data)
     db = Database(settings.database_path)
     count = db.read(lambda tx: tx.value("SELECT count(*) FROM messages"))
     rows = db.read(lambda tx: tx.value("SELECT count(*) FROM user_messages"))
@@ -153,8 +337,9 @@ def main() -> None:
         f" SQLite {__import__('sqlite3').sqlite_version}"
     )
     print(
-        f"data: {count:,} messages, {rows:,} user_messages rows, {USERS} users, {CHANNELS} channels;"
-        f" viewer subscribed to {CHANNELS_PER_USER} channels"
+        f"data ({args.shape} shape): {count:,} messages, {rows:,} user_messages rows,"
+        f" {db.read(lambda tx: tx.value('SELECT count(*) FROM users'))} users,"
+        f" {db.read(lambda tx: tx.value('SELECT count(*) FROM channels'))} channels"
     )
     print(f"storage call (get_messages incl. message objects), median / max of {args.repeat}:")
     for name, request in cases.items():

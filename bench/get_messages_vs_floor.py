@@ -1,0 +1,263 @@
+"""GET /messages: tornchat against the floor (issue 12), both over HTTP, measured by wrk.
+
+One command reproduces the table in bench/README.md:
+
+    python bench/get_messages_vs_floor.py            # 1M messages, realistic shape (~10 minutes to build)
+    python bench/get_messages_vs_floor.py --messages 100000 --duration 5    # a quick run
+
+It builds (or reuses) the database of bench/get_messages.py (--shape real|old, --messages N),
+checks that both servers answer every request byte for byte alike (bench/floor_check.py), then
+runs `tornchat serve` and bench/floor_server.py alternately (A B A B, --pairs 3), each in its own
+process, and for each case measures req/s with 50 connections and p50/p99 with one (wrk -t1,
+bench/*.lua rotating 1,000 requests: different users, channels, topics, anchors, search words).
+Needs wrk (Debian: apt-get install wrk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import platform
+import random
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+
+import msgspec
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from get_messages import prepare_data  # noqa: E402
+
+CASES = [
+    # name, anchor, num_before, num_after, narrow kind
+    ("newest 1000, no narrow", "newest", 1000, 0, None),
+    ("newest 1000, channel + topic", "newest", 1000, 0, "topic"),
+    ("anchor mid, 500/500", "mid", 500, 500, None),
+    ("newest 100", "newest", 100, 0, None),
+    ("newest 5000", "newest", 5000, 0, None),
+    ("first_unread, 200/200", "first_unread", 200, 200, None),  # the web app's first fetch
+    ("search, newest 100", "newest", 100, 0, "search"),
+]
+REQUESTS_PER_CASE = 1000
+
+
+def make_requests(database: str, seed: int = 5) -> dict[str, list[tuple[str, str]]]:
+    """(path, Authorization header) of 1,000 requests per case, deterministic for a database."""
+    rng = random.Random(seed)
+    db = sqlite3.connect(database)
+    people = db.execute("SELECT id, delivery_email, api_key FROM users WHERE is_active AND NOT is_bot").fetchall()
+    top = db.execute("SELECT max(id) FROM messages").fetchone()[0]
+    topics: dict[int, tuple[list[str], list[int]]] = {}
+    for channel_id, topic, count in db.execute(
+        "SELECT channel_id, topic, count(*) FROM messages WHERE channel_id IS NOT NULL GROUP BY recipient_id, topic_key"
+    ):
+        names, counts = topics.setdefault(channel_id, ([], []))
+        names.append(topic or "general chat")
+        counts.append(count)
+    sample = db.execute("SELECT content FROM messages ORDER BY random() LIMIT 3000").fetchall()
+    ranked = Counter(word.strip(".").lower() for (content,) in sample for word in content.split()).most_common()
+    words = [word for word, _ in ranked[100:300]]  # in 1-4% of messages
+    result: dict[str, list[tuple[str, str]]] = {}
+    for name, anchor, before, after, kind in CASES:
+        requests = []
+        for n in range(REQUESTS_PER_CASE):
+            user_id, email, key = people[n % len(people)]
+            params: dict[str, object] = {"anchor": anchor, "num_before": before, "num_after": after}
+            if anchor == "mid":
+                params["anchor"] = db.execute(
+                    "SELECT message_id FROM user_messages WHERE user_id = ? AND message_id >= ? ORDER BY message_id"
+                    " LIMIT 1",
+                    (user_id, rng.randrange(top // 4, 3 * top // 4)),
+                ).fetchone()[0]
+            if kind == "topic":
+                channels = [
+                    c for (c,) in db.execute("SELECT channel_id FROM subscriptions WHERE user_id = ?", (user_id,))
+                ]
+                channel = rng.choice([c for c in channels if c in topics])
+                topic = rng.choices(topics[channel][0], weights=topics[channel][1])[0]
+                narrow = [{"operator": "channel", "operand": channel}, {"operator": "topic", "operand": topic}]
+                params["narrow"] = msgspec.json.encode(narrow).decode()
+            elif kind == "search":
+                params["narrow"] = msgspec.json.encode([{"operator": "search", "operand": rng.choice(words)}]).decode()
+            token = base64.b64encode(f"{email}:{key}".encode()).decode()
+            requests.append((f"/api/v1/messages?{urllib.parse.urlencode(params)}", f"Basic {token}"))
+        result[name] = requests
+    db.close()
+    return result
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+
+def start_server(kind: str, data: str, port: int, log_path: str) -> subprocess.Popen[bytes]:
+    """Start tornchat or the floor in its own process; return once it answers."""
+    if kind == "tornchat":
+        command = [sys.executable, "-m", "tornchat", "serve", "--data-dir", data, "--port", str(port)]
+    else:
+        command = [sys.executable, os.path.join(HERE, "floor_server.py"), "--data", data, "--port", str(port)]
+    log = open(log_path, "ab")  # noqa: SIM115 (the child writes to it until stopped)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{kind} exited with {process.returncode}; see {log_path}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/messages", timeout=1)
+        except urllib.error.HTTPError:
+            return process  # 401: it answers
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit(f"{kind} did not answer within 120 s; see {log_path}")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def fetch(port: int, path: str, auth: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": auth})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+# -- wrk --------------------------------------------------------------------------------------
+
+LUA = os.path.join(HERE, "rotate_requests.lua")
+
+
+def write_requests(path: str, requests: list[tuple[str, str]]) -> None:
+    with open(path, "w") as handle:
+        handle.writelines(f"{p}\t{a}\n" for p, a in requests)
+
+
+class Run(msgspec.Struct):
+    rps: float
+    p50: float  # ms
+    p99: float
+    errors: int
+
+
+def wrk(port: int, requests_file: str, connections: int, seconds: float) -> Run:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "--latency", "-s", LUA,
+               f"http://127.0.0.1:{port}", "--", requests_file]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return Run(rps, _latency(out, "50"), _latency(out, "99"), int(errors.group(1)) if errors else 0)
+
+
+def _latency(out: str, percent: str) -> float:
+    value, unit = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+SERVERS = ("tornchat", "floor")
+
+
+def measure(kind: str, data: str, port: int, files: dict[str, str], args: argparse.Namespace) -> dict[str, tuple]:
+    """Start one server, measure every case (warm-up, 50 connections, then 1), stop it."""
+    process = start_server(kind, data, port, os.path.join(args.work, f"{kind}.log"))
+    results = {}
+    try:
+        for name, path in files.items():
+            wrk(port, path, 8, args.warmup)
+            busy = wrk(port, path, 50, args.duration)
+            single = wrk(port, path, 1, args.duration)
+            results[name] = (busy, single)
+            errors = f"  ({busy.errors + single.errors} non-2xx!)" if busy.errors + single.errors else ""
+            print(f"    {kind:<8} {name:<30} {busy.rps:8.1f} req/s   p50 {single.p50:7.2f} ms"
+                  f"  p99 {single.p99:7.2f} ms{errors}", flush=True)  # fmt: skip
+    finally:
+        stop_server(process)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="GET /messages: tornchat against the floor (issue 12)")
+    parser.add_argument("--shape", choices=["real", "old"], default="real")
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--data", help="data directory (default: get_messages.py's for the shape and size)")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10, help="seconds of each wrk run")
+    parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per case and server")
+    parser.add_argument("--cases", help="comma-separated case numbers (1-7) to run; default all")
+    parser.add_argument("--no-check", action="store_true", help="skip the byte-for-byte check")
+    parser.add_argument("--work", default="/tmp/tornchat-vs-floor", help="request files and server logs")
+    parser.add_argument("--port", type=int, default=9931, help="tornchat's port; the floor's is the next")
+    args = parser.parse_args()
+    settings = prepare_data(args.shape, args.messages, args.data)
+    data = settings.data_dir
+    os.makedirs(args.work, exist_ok=True)
+    requests = make_requests(settings.database_path)
+    if args.cases:
+        wanted = {CASES[int(n) - 1][0] for n in args.cases.split(",")}
+        requests = {name: r for name, r in requests.items() if name in wanted}
+    files = {}
+    for number, (name, rows) in enumerate(requests.items()):
+        files[name] = os.path.join(args.work, f"case{number}.txt")
+        write_requests(files[name], rows)
+    db = sqlite3.connect(settings.database_path)
+    counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("messages", "user_messages", "users")]
+    db.close()
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()},"
+          f" SQLite {sqlite3.sqlite_version}, load average {os.getloadavg()[0]:.1f} at start")  # fmt: skip
+    print(
+        f"data: {args.shape} shape, {counts[0]:,} messages, {counts[1]:,} user_messages, {counts[2]:,} users ({data})"
+    )
+    if not args.no_check:
+        import floor_check
+
+        if not floor_check.check(data, requests, args.port, args.work):
+            raise SystemExit("the floor's answers differ from tornchat's: not measuring")
+    runs: dict[str, dict[str, list[tuple]]] = {kind: {name: [] for name in files} for kind in SERVERS}
+    for pair in range(args.pairs):
+        print(f"  pair {pair + 1}/{args.pairs}", flush=True)
+        for offset, kind in enumerate(SERVERS):
+            for name, result in measure(kind, data, args.port + offset, files, args).items():
+                runs[kind][name].append(result)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    print_table(runs, files)
+
+
+def print_table(runs: dict[str, dict[str, list[tuple]]], files: dict[str, str]) -> None:
+    """Medians over the pairs, and each pair's ratio tornchat / floor."""
+    print("\n| case | tornchat req/s, -c50 | floor req/s, -c50 | ratio per pair | -c1 p50 tornchat / floor"
+          " | -c1 p99 tornchat / floor |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for name in files:
+        ours, floor = runs["tornchat"][name], runs["floor"][name]
+        ratios = " ".join(f"{a[0].rps / b[0].rps:.2f}" for a, b in zip(ours, floor, strict=True))
+
+        def median(results: list[tuple], pick) -> float:
+            return statistics.median(pick(r) for r in results)
+
+        print(
+            f"| {name} | {median(ours, lambda r: r[0].rps):,.1f} | {median(floor, lambda r: r[0].rps):,.1f} | {ratios}"
+            f" | {median(ours, lambda r: r[1].p50):.1f} / {median(floor, lambda r: r[1].p50):.1f} ms"
+            f" | {median(ours, lambda r: r[1].p99):.1f} / {median(floor, lambda r: r[1].p99):.1f} ms |"
+        )
+
+
+if __name__ == "__main__":
+    main()
