@@ -245,6 +245,32 @@ def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
         driver.close()
 
 
+def test_only_muted_topics_are_in_its_muted_topics(live, bob, general, tmp_path):
+    # POST /register's legacy muted_topics ([channel, topic, date_muted]) lists muted topics only,
+    # not unmuted or followed ones, which zulip-terminal would otherwise hide.
+    for topic, policy in (("noise", 1), ("lunch", 2), ("plans", 3)):
+        body = {"stream_id": general, "topic": topic, "visibility_policy": policy}
+        assert_success(live.owner.post("/user_topics", body))
+    driver = Driver(live, tmp_path)
+    try:
+        assert driver.state()["muted_topics"] == [["general", "noise"]]
+    finally:
+        driver.close()
+
+
+def test_its_presence_loop_lists_who_is_active(model, live, bob):
+    # Presence comes to zulip-terminal in the answer to its own POST /users/me/presence, every minute.
+    # (It ages reports by its own clock, not the server's fake one: not tested here.)
+    assert model.ask("presence")["statuses"]["bob@example.com"] == "inactive"  # never reported
+    # Idle only well after joining: the join time stands in for a never-reported activity (Zulip).
+    live.clock.advance(100)
+    assert_success(bob.post("/users/me/presence", {"status": "idle", "new_user_input": "false"}))
+    assert model.ask("presence")["statuses"]["bob@example.com"] == "idle"
+    assert_success(bob.post("/users/me/presence", {"status": "active", "new_user_input": "true"}))
+    statuses = model.ask("presence")["statuses"]
+    assert (statuses["bob@example.com"], statuses["owner@example.com"]) == ("active", "active")
+
+
 def test_settings_changes_in_both_forms(model, live):
     changes = {
         "twenty_four_hour_time": True, "pm_content_in_desktop_notifications": False,

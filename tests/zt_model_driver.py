@@ -7,7 +7,8 @@ succeeds), prints one JSON line {"queue_id", "user_id"} once registered, and the
 line "poll" on stdin with one JSON line: every queued event, as zulip-terminal's poll loop would
 dispatch it, with the exception its handler raised (None if it ran); "state" with what the model
 keeps of them (settings, muted and pinned streams, subscribers, flags, messages); "narrow <json>"
-sets the model's narrow as the interface does; "quit" ends it.
+sets the model's narrow as the interface does; "presence" runs one turn of its presence loop and
+answers each user's status in its user list; "quit" ends it.
 """
 
 from __future__ import annotations
@@ -81,7 +82,18 @@ def state_of(model: Model) -> dict[str, Any]:
         "messages": messages,
         "custom_emoji": sorted(n for n, data in model.active_emoji_data.items() if data["type"] == "realm_emoji"),
         "typing": dict(model.controller.active_conversation_info),
+        "muted_topics": sorted(list(key) for key in model._muted_topics),
     }
+
+
+def presence_round(model: Model) -> dict[str, Any]:
+    """One turn of zulip-terminal's presence loop (_start_presence_updates): report, then list users."""
+    response = model._notify_server_of_presence()
+    if response["result"] != "success":
+        return {"error": response["msg"]}
+    model.initial_data["presences"] = response["presences"]
+    model.users = model.get_all_users()
+    return {"statuses": {user["email"]: user["status"] for user in model.users}}
 
 
 def main() -> None:
@@ -94,6 +106,9 @@ def main() -> None:
         if line.startswith("narrow "):  # what narrowing in the interface sets, e.g. [["pm_with", "b@x.com"]]
             model.narrow = json.loads(line[len("narrow ") :])
             print("[]", flush=True)
+            continue
+        if line.strip() == "presence":
+            print(json.dumps(presence_round(model)), flush=True)
             continue
         if line.strip() == "state":
             print(json.dumps(state_of(model), default=repr), flush=True)
