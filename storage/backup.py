@@ -4,6 +4,7 @@ The archive holds:
   tornchat-backup.json  what the backup is (format, time, migrations applied, files)
   tornchat.sqlite3      a consistent copy of the database, made with SQLite's online backup API
   zuliprc               the owner's credentials, when the data directory has them
+  tornchat.toml         the configuration file, when the data directory has one
   uploads/...           uploaded files, when the data directory has an uploads folder
 
 Not kept: event queues (event_queues.json) are transient; clients re-register after a restore.
@@ -28,6 +29,7 @@ MANIFEST = "tornchat-backup.json"
 # The names tornchat.settings.Settings gives these inside a data directory.
 DATABASE = "tornchat.sqlite3"
 ZULIPRC = "zuliprc"
+CONFIG = "tornchat.toml"
 UPLOADS = "uploads"
 # gzip's own default: tarfile's 9 took three times as long (21 s, not 6.5 s) on a 191 MB database
 # for an archive 4% smaller.
@@ -124,8 +126,8 @@ def create_backup(data_dir: str, archive_path: str, now: float) -> Summary:
 
 
 def _extra_files(data_dir: str) -> list[str]:
-    """zuliprc and every regular file under uploads/, as archive names (symbolic links are skipped)."""
-    found = [ZULIPRC] if os.path.isfile(os.path.join(data_dir, ZULIPRC)) else []
+    """zuliprc, tornchat.toml and every regular file under uploads/, as archive names (symbolic links are skipped)."""
+    found = [name for name in (ZULIPRC, CONFIG) if os.path.isfile(os.path.join(data_dir, name))]
     uploads = os.path.join(data_dir, UPLOADS)
     for root, directories, files in os.walk(uploads):
         directories.sort()
@@ -212,9 +214,9 @@ def _unpack(archive_path: str, staging: str) -> Summary:
 
 
 def _expected_member(member: tarfile.TarInfo) -> bool:
-    """Only the manifest, the database, zuliprc and plain files or folders under uploads/."""
+    """Only the manifest, the database, zuliprc, tornchat.toml and plain files or folders under uploads/."""
     name = member.name
-    if name in (MANIFEST, DATABASE, ZULIPRC):
+    if name in (MANIFEST, DATABASE, ZULIPRC, CONFIG):
         return member.isfile()
     parts = name.split("/")
     in_uploads = parts[0] == UPLOADS and all(part not in ("", ".", "..") for part in parts)

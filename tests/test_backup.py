@@ -108,6 +108,17 @@ def test_backup_includes_uploads(live, tmp_path):
     assert sorted(os.listdir(restored)) == ["tornchat.sqlite3", "uploads", "zuliprc"]
 
 
+def test_backup_includes_the_configuration_file(live, tmp_path):
+    with open(os.path.join(live.settings.data_dir, "tornchat.toml"), "w") as file:
+        file.write('realm_name = "Team"\n')
+    archive = str(tmp_path / "backup.tar.gz")
+    assert backup.create_backup(live.settings.data_dir, archive, live.clock()).files == ["zuliprc", "tornchat.toml"]
+    restored = str(tmp_path / "restored")
+    backup.restore_backup(archive, restored)
+    with open(os.path.join(restored, "tornchat.toml")) as file:
+        assert file.read() == 'realm_name = "Team"\n'
+
+
 def test_restored_database_needs_no_wal_file(live, tmp_path):
     archive = str(tmp_path / "backup.tar.gz")
     backup.create_backup(live.settings.data_dir, archive, live.clock())
