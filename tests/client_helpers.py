@@ -1,4 +1,5 @@
-"""Running real Zulip clients against a live tornchat: where they are installed, tmux, the server's answers.
+"""Running real Zulip clients against a live tornchat: where they are installed, tmux, the server's answers,
+and zulip-terminal's Model driven directly (Driver, tests/zt_model_driver.py).
 
 A client that is not installed skips its tests locally; CI (`.ci/run`) installs every client and
 sets TORNCHAT_REQUIRE_CLIENTS=1, under which a missing client fails instead.
@@ -7,6 +8,7 @@ sets TORNCHAT_REQUIRE_CLIENTS=1, under which a missing client fails instead.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import shutil
@@ -17,10 +19,15 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import LiveServer
+from tornchat.bootstrap import write_zuliprc
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where `.ci/run` (and a developer following README) puts the clients when no variable names them.
 CLIENTS_DIR = os.path.join(REPO, ".clients")
 JS_DIR = os.path.join(REPO, "tests", "js")
+# zulip-terminal's Model, run by zulip-terminal's Python (see Driver).
+ZT_MODEL_DRIVER = os.path.join(REPO, "tests", "zt_model_driver.py")
 # How long a client gets to show something on its screen or finish a step.
 CLIENT_TIMEOUT = 30.0
 _sessions = itertools.count(1)
@@ -157,3 +164,47 @@ def access_log() -> Iterator[AccessLog]:
     yield handler
     logger.removeHandler(handler)
     logger.setLevel(previous)
+
+
+class Driver:
+    """zulip-terminal's Model for the owner, in a subprocess speaking JSON lines."""
+
+    def __init__(self, live: LiveServer, tmp_path: Any) -> None:
+        python = os.path.join(os.path.dirname(zulip_term_path()), "python")
+        zuliprc = str(tmp_path / "zuliprc")
+        write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
+        env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
+        self.process = subprocess.Popen(
+            [python, ZT_MODEL_DRIVER, zuliprc], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.registered = self._read()
+
+    def _read(self) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, f"the driver ended (exit status {self.process.wait(timeout=10)})"
+        return json.loads(line)
+
+    def ask(self, command: str) -> Any:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def poll(self) -> list[dict[str, Any]]:
+        """Dispatch every queued event; fail on any handler's exception; return the events' results."""
+        results = self.ask("poll")
+        errors = [(r["type"], r["event"], r["error"]) for r in results if r["error"]]
+        assert errors == [], "\n".join(f"{kind} {event}\n{error}" for kind, event, error in errors)
+        return results
+
+    def state(self) -> dict[str, Any]:
+        return self.ask("state")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.process.poll() is None:
+            self.process.stdin.write("quit\n")
+        self.process.stdin.close()
+        self.process.wait(timeout=20)
+        self.process.stdout.close()

@@ -10,73 +10,24 @@ raised and that the model took the change in (its settings, muted streams, stars
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.channel_helpers import make_channel, subscribe, unsubscribe
-from tests.client_helpers import access_log, zulip_term_path
-from tests.helpers import Client, LiveServer, assert_success
+from tests.client_helpers import Driver, access_log
+from tests.helpers import Client, assert_success
 from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
-from tornchat.bootstrap import write_zuliprc
 
 pytestmark = pytest.mark.client
 __all__ = ["access_log", "terminal"]  # fixtures the zulip-terminal run test uses
-DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zt_model_driver.py")
 # model.py's event_actions: the event_types zulip-terminal registers for.
 HANDLED = {
     "message", "update_message", "reaction", "subscription", "typing", "update_message_flags",
     "update_global_notifications", "update_display_settings", "user_settings", "realm_emoji",
 }  # fmt: skip
-
-
-class Driver:
-    """zulip-terminal's Model for the owner, in a subprocess speaking JSON lines."""
-
-    def __init__(self, live: LiveServer, tmp_path: Any) -> None:
-        python = os.path.join(os.path.dirname(zulip_term_path()), "python")
-        zuliprc = str(tmp_path / "zuliprc")
-        write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
-        env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
-        self.process = subprocess.Popen(
-            [python, DRIVER, zuliprc], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-        )
-        self.registered = self._read()
-
-    def _read(self) -> Any:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, f"the driver ended (exit status {self.process.wait(timeout=10)})"
-        return json.loads(line)
-
-    def ask(self, command: str) -> Any:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return self._read()
-
-    def poll(self) -> list[dict[str, Any]]:
-        """Dispatch every queued event; fail on any handler's exception; return the events' results."""
-        results = self.ask("poll")
-        errors = [(r["type"], r["event"], r["error"]) for r in results if r["error"]]
-        assert errors == [], "\n".join(f"{kind} {event}\n{error}" for kind, event, error in errors)
-        return results
-
-    def state(self) -> dict[str, Any]:
-        return self.ask("state")
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        if self.process.poll() is None:
-            self.process.stdin.write("quit\n")
-        self.process.stdin.close()
-        self.process.wait(timeout=20)
-        self.process.stdout.close()
 
 
 @pytest.fixture
