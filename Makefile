@@ -1,7 +1,7 @@
 VENV ?= .venv
 PY = $(VENV)/bin/python
 
-.PHONY: install test lint serve bench schema openapi
+.PHONY: install test lint serve bench schema openapi dist
 
 $(VENV):
 	python3 -m venv $(VENV)
@@ -27,3 +27,7 @@ schema:
 
 openapi:
 	$(PY) -m tornchat.openapi --write
+
+# dist/tornchat-<version>-linux-<arch> (one file, no Python needed) and dist/tornchat-<version>.pyz (pex).
+dist:
+	bash packaging/build.sh

@@ -1,8 +1,15 @@
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+# The one place the version is written: tornchat/__init__.py (`tornchat --version`, the wheel, dist/ names).
+INIT = (Path(__file__).parent / "tornchat" / "__init__.py").read_text(encoding="utf-8")
+VERSION = re.search(r'^__version__ = "([^"]+)"$', INIT, re.M)[1]
 
 setup(
     name="tornchat",
-    version="0.1.0",
+    version=VERSION,
     description="A self-hosted team chat server speaking the Zulip REST API, in one process and one SQLite file",
     python_requires=">=3.11",
     packages=find_packages(include=["tornchat", "tornchat.*", "storage", "storage.*", "scheduler", "scheduler.*"]),

@@ -14,7 +14,7 @@ import sys
 from storage import groups, users
 from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
-from tornchat import __version__
+from tornchat import FEATURE_LEVEL, __version__
 from tornchat.settings import Settings, load_settings
 
 ROLES = {
@@ -76,7 +76,9 @@ def _add_common(parser: argparse.ArgumentParser, data_dir_required: bool = False
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tornchat", description="A small chat server speaking the Zulip API.")
-    parser.add_argument("--version", action="version", version=f"tornchat {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"tornchat {__version__} (feature level {FEATURE_LEVEL})"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the server (bootstrapping an empty data directory first)")
