@@ -17,6 +17,7 @@ import pytest
 
 from tests.channel_helpers import make_channel, subscribe, unsubscribe
 from tests.client_helpers import Driver, access_log
+from tests.events_helpers import events_now, of_type, register
 from tests.helpers import Client, assert_success
 from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
@@ -88,6 +89,33 @@ def test_edits_and_moves_reach_its_index(model, live, bob, general):
     assert message_id in state["edited"]
     moved = state["messages"][str(message_id)]
     assert (moved["content"], moved["subject"]) == ("<p>at one</p>", "dinner")
+
+
+def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general):
+    # zulip-terminal has no empty_topic_name capability: the empty topic is "general chat" in every
+    # event, a move's orig_subject and subject too, as in its messages (Zulip's event_queue.py).
+    message_id = send(bob, "general", "", "in general chat")
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
+    results = model.poll()
+    assert results[0]["event"]["message"]["subject"] == "general chat"
+    moves = [(r["event"]["orig_subject"], r["event"]["subject"]) for r in results[1:]]
+    assert moves == [("general chat", "named"), ("named", "general chat")]
+    assert model.state()["messages"][str(message_id)]["subject"] == "general chat"
+
+
+@pytest.mark.parametrize(("capabilities", "topic"), [({}, "general chat"), ({"empty_topic_name": True}, "")])
+def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, general, capabilities, topic):
+    queue_id = register(live.owner, client_capabilities=capabilities)["queue_id"]
+    message_id = send(bob, "general", "", "in general chat")
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
+    assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
+    assert_success(live.owner.delete(f"/messages/{message_id}"))
+    events = events_now(live.owner, queue_id)
+    moves = [(e["orig_subject"], e["subject"]) for e in of_type(events, "update_message")]
+    assert moves == [(topic, "named"), ("named", topic)]
+    [deleted] = of_type(events, "delete_message")
+    assert (deleted["message_ids"], deleted["topic"]) == ([message_id], topic)
 
 
 # -- reactions and flags --------------------------------------------------------------------------

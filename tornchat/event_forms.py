@@ -36,14 +36,25 @@ EVENT_OVERHEAD = 128
 _encode = msgspec.json.Encoder().encode
 
 
-# Events that name one topic, and the field naming it. The empty topic goes under its display name to
-# clients without the empty_topic_name capability, as every topic Zulip sends.
-TOPIC_FIELDS = {"typing": "topic", "user_topic": "topic_name"}
+# Events that name topics, and the fields naming them. The empty topic goes under its display name to
+# clients without the empty_topic_name capability, as every topic Zulip sends (a move's old and new
+# topic in update_message, a deleted message's in delete_message: Zulip's event_queue.py).
+TOPIC_FIELDS = {
+    "typing": ("topic",), "user_topic": ("topic_name",), "update_message": ("orig_subject", "subject"),
+    "delete_message": ("topic",),
+}  # fmt: skip
 
 
-def empty_topic_form(body: dict[str, Any], field: str, empty_topic_name: bool) -> dict[str, Any]:
-    """The event as a queue receives it: its empty topic renamed unless the client asked for ""."""
-    return body if empty_topic_name else {**body, field: EMPTY_TOPIC_DISPLAY_NAME}
+def names_empty_topic(event: dict[str, Any]) -> bool:
+    """Whether the event names the empty topic in one of its TOPIC_FIELDS."""
+    return any(event.get(field) == "" for field in TOPIC_FIELDS.get(event["type"], ()))
+
+
+def empty_topic_form(body: dict[str, Any], fields: tuple[str, ...], empty_topic_name: bool) -> dict[str, Any]:
+    """The event as a queue receives it: its empty topics renamed unless the client asked for ""."""
+    if empty_topic_name:
+        return body
+    return {**body, **{field: EMPTY_TOPIC_DISPLAY_NAME for field in fields if body.get(field) == ""}}
 
 
 def event_size(body: dict[str, Any]) -> int:
@@ -71,7 +82,7 @@ class Fanout:
             key = (message_form(queue, self.event), tuple(flags or ()), own)
         elif self.event["type"] == "presence":
             key = ("presence", queue.simplified_presence_events, queue.slim_presence)
-        elif self.event.get(TOPIC_FIELDS.get(self.event["type"], "")) == "":
+        elif names_empty_topic(self.event):
             key = ("empty_topic", queue.empty_topic_name)
         found = self.forms.get(key)
         if found is None:
