@@ -3,8 +3,9 @@
 Ways: `python -m tornchat serve` from this virtualenv, the one-file executable and the pex zipapp of
 `make dist` (under /usr/bin/python3, or --python). Each runs RUNS times on a data directory that
 `init` prepared (a restart, the usual start), and is stopped with SIGTERM between runs. The zipapp's
-first start, which unpacks its wheels into an empty PEX_ROOT, is measured apart (PEX_ROOT emptied before each start). With --build,
-`make dist` runs first (its build times are printed); sizes are those of the files in dist/.
+first start, which unpacks its wheels into an empty PEX_ROOT, is measured apart (PEX_ROOT emptied
+before each start). With --build, `make dist` runs first (its build times are printed); sizes are
+those of the files in dist/.
 Usage: python bench/startup.py [--build] [--runs 5] [--python /usr/bin/python3]
 """
 
