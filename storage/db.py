@@ -173,16 +173,17 @@ def _applied_migrations(conn: sqlite3.Connection) -> set[int]:
 def migrate(conn: sqlite3.Connection, now: float, until: int | None = None) -> list[str]:
     """Apply the migrations not yet recorded (up to number `until`, if given); return their names.
 
-    Raises DatabaseTooNew, before writing anything, if the database records a migration this build
-    does not have; sqlite3.IntegrityError, with nothing of that migration applied, if one breaks a
+    Raises DatabaseTooNew, before writing anything, if the database records a migration newer than
+    this build's newest; sqlite3.IntegrityError, with nothing of that migration applied, if one breaks a
     foreign key.
     """
     scripts = migration_scripts()
     applied = _applied_migrations(conn)
-    unknown = applied - {number for number, _, _ in scripts}
-    if unknown:
+    known = max((number for number, _, _ in scripts), default=0)
+    # Migrations are numbered in order and never removed: one past the newest file came from a newer build.
+    if applied and max(applied) > known:
         path = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
-        raise DatabaseTooNew(path, max(unknown), max((number for number, _, _ in scripts), default=0))
+        raise DatabaseTooNew(path, max(applied), known)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS migrations ("
         " id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
