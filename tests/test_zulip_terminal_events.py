@@ -6,6 +6,9 @@ handler that asserts its type and reads keys without defaults; an exception ther
 POST /register with its own parameters) in zulip-terminal's virtualenv; these tests cause every
 kind of event it handles over HTTP, dispatch what its queue receives, and assert that no handler
 raised and that the model took the change in (its settings, muted streams, stars, reactions...).
+Those tests are marked `client`; the unmarked ones assert, without zulip-terminal, the event forms
+the audit found tornchat sending unlike Zulip (the empty topic in moves and deletions, muted_topics
+beside user_topic).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from tests.helpers import Client, assert_success
 from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
 
-pytestmark = pytest.mark.client
 __all__ = ["access_log", "terminal"]  # fixtures the zulip-terminal run test uses
 # model.py's event_actions: the event_types zulip-terminal registers for.
 HANDLED = {
@@ -64,6 +66,7 @@ def types_of(results: list[dict[str, Any]]) -> list[str]:
 # -- messages and edits ---------------------------------------------------------------------------
 
 
+@pytest.mark.client
 def test_new_messages_of_every_kind_are_indexed(model, live, bob):
     content = (
         "hi @**Owner** :wave: **bold** `code` [a link](https://example.com) <time:2026-01-01T10:00:00Z>\n"
@@ -77,6 +80,7 @@ def test_new_messages_of_every_kind_are_indexed(model, live, bob):
     assert "mentioned" in messages[str(rich)]["flags"] and messages[str(direct)]["content"] == "<p>psst</p>"
 
 
+@pytest.mark.client
 def test_edits_and_moves_reach_its_index(model, live, bob, general):
     message_id = send(bob, "general", "lunch", "at noon")
     other = make_channel(live, "design", [live.owner.id, bob.id])
@@ -91,6 +95,7 @@ def test_edits_and_moves_reach_its_index(model, live, bob, general):
     assert (moved["content"], moved["subject"]) == ("<p>at one</p>", "dinner")
 
 
+@pytest.mark.client
 def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general):
     # zulip-terminal has no empty_topic_name capability: the empty topic is "general chat" in every
     # event, a move's orig_subject and subject too, as in its messages (Zulip's event_queue.py).
@@ -118,9 +123,22 @@ def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, ge
     assert (deleted["message_ids"], deleted["topic"]) == ([message_id], topic)
 
 
+@pytest.mark.parametrize(
+    ("event_types", "received"),
+    [(["muted_topics"], ["muted_topics"]), (["muted_topics", "user_topic"], ["user_topic"]),
+     (None, ["muted_topics", "user_topic"])],
+)  # fmt: skip
+def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, general, event_types, received):
+    params = {} if event_types is None else {"event_types": event_types}
+    queue_id = register(live.owner, **params)["queue_id"]
+    assert_success(live.owner.post("/user_topics", {"stream_id": general, "topic": "lunch", "visibility_policy": 1}))
+    assert [e["type"] for e in events_now(live.owner, queue_id)] == received
+
+
 # -- reactions and flags --------------------------------------------------------------------------
 
 
+@pytest.mark.client
 def test_reactions_from_others_and_from_the_user(model, live, bob, general):
     message_id = send(bob, "general", "lunch", "react to me")
     model.poll()
@@ -133,6 +151,7 @@ def test_reactions_from_others_and_from_the_user(model, live, bob, general):
     assert reactions == [["big_smile", bob.id], ["heart_box", live.owner.id]]
 
 
+@pytest.mark.client
 def test_stars_and_read_flags(model, live, bob, general):
     first, second = (send(bob, "general", "lunch", text) for text in ("one", "two"))
     model.poll()
@@ -156,6 +175,7 @@ def set_property(client: Client, stream_id: int, name: str, value: Any) -> None:
     assert_success(client.post("/users/me/subscriptions/properties", {"subscription_data": [change]}))
 
 
+@pytest.mark.client
 def test_subscription_changes(model, live, bob, general):
     for name, value in (("is_muted", True), ("pin_to_top", True), ("desktop_notifications", True)):
         set_property(live.owner, general, name, value)
@@ -173,6 +193,7 @@ def test_subscription_changes(model, live, bob, general):
     assert (model.state()["muted_streams"], model.state()["pinned_streams"]) == ([], [])
 
 
+@pytest.mark.client
 def test_others_joining_and_leaving_a_channel(model, live, bob, general):
     carol = live.make_user(email="carol@example.com", full_name="Carol")
     assert_success(subscribe(carol, ["general"]))
@@ -185,6 +206,7 @@ def test_others_joining_and_leaving_a_channel(model, live, bob, general):
     assert model.state()["subscribers"][str(general)] == [live.owner.id]
 
 
+@pytest.mark.client
 def test_joining_and_leaving_a_channel_oneself(model, live, bob):
     random = make_channel(live, "random", [bob.id])
     assert [r["event"]["op"] for r in model.poll()] == ["peer_add"]  # Bob joined a channel the owner may join
@@ -198,6 +220,7 @@ def test_joining_and_leaving_a_channel_oneself(model, live, bob):
 # -- typing, settings, custom emoji --------------------------------------------------------------
 
 
+@pytest.mark.client
 def test_typing_in_a_direct_conversation(model, live, bob):
     model.ask('narrow [["pm_with", "bob@example.com"]]')
     assert_success(bob.post("/typing", {"op": "start", "to": [live.owner.id]}))
@@ -208,6 +231,7 @@ def test_typing_in_a_direct_conversation(model, live, bob):
     assert model.state()["typing"] == {}
 
 
+@pytest.mark.client
 def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
     # zulip-terminal finds the typist by the email in the event among realm_users' emails: both are
     # the same stand-in address when Bob hides his real one (EMAIL_ADDRESS_VISIBILITY_NOBODY).
@@ -224,6 +248,7 @@ def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
         driver.close()
 
 
+@pytest.mark.client
 def test_only_muted_topics_are_in_its_muted_topics(live, bob, general, tmp_path):
     # POST /register's legacy muted_topics ([channel, topic, date_muted]) lists muted topics only,
     # not unmuted or followed ones, which zulip-terminal would otherwise hide.
@@ -237,6 +262,7 @@ def test_only_muted_topics_are_in_its_muted_topics(live, bob, general, tmp_path)
         driver.close()
 
 
+@pytest.mark.client
 def test_its_presence_loop_lists_who_is_active(model, live, bob):
     # Presence comes to zulip-terminal in the answer to its own POST /users/me/presence, every minute.
     # (It ages reports by its own clock, not the server's fake one: not tested here.)
@@ -250,6 +276,7 @@ def test_its_presence_loop_lists_who_is_active(model, live, bob):
     assert (statuses["bob@example.com"], statuses["owner@example.com"]) == ("active", "active")
 
 
+@pytest.mark.client
 def test_settings_changes_in_both_forms(model, live):
     changes = {
         "twenty_four_hour_time": True, "pm_content_in_desktop_notifications": False,
@@ -265,6 +292,7 @@ def test_settings_changes_in_both_forms(model, live):
     }  # fmt: skip
 
 
+@pytest.mark.client
 def test_custom_emoji_added_and_removed(model, live):
     assert upload_emoji(live.owner, "party_parrot").status_code == 200
     model.poll()
@@ -274,6 +302,7 @@ def test_custom_emoji_added_and_removed(model, live):
     assert model.state()["custom_emoji"] == []
 
 
+@pytest.mark.client
 def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, general):
     # Presence, topic visibility, user and channel changes: none of them reach its queue.
     assert_success(bob.post("/users/me/presence", {"status": "active"}))
@@ -292,6 +321,7 @@ def left_column(screen: str, text: str) -> str:
     return next(line.split("\u2502", 1)[0] for line in screen.splitlines() if text in line.split("\u2502", 1)[0])
 
 
+@pytest.mark.client
 def test_it_takes_events_in_while_it_runs(terminal, access_log, tmp_path):
     """An edit, a reaction, subscription changes, a settings change: shown, and no exception anywhere."""
     live, bob, tmux = terminal.live, terminal.bob, terminal.tmux

@@ -256,6 +256,8 @@ class EventQueues:
             return  # clients without the linkifier_url_template capability get no linkifiers (Zulip)
         if event_type in LEGACY_SETTINGS_EVENTS and queue.user_settings_object:
             return  # clients with the user_settings_object capability get user_settings events only (Zulip)
+        if event_type == "muted_topics" and queue.event_types is not None and "user_topic" in queue.event_types:
+            return  # a client asking for both gets user_topic only; muted_topics is for older servers (Zulip)
         if event_type == "typing" and "stream_id" in fanout.event and not queue.stream_typing_notifications:
             return  # nor channel typing events without stream_typing_notifications
         if event_type == "message":
