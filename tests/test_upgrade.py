@@ -65,7 +65,9 @@ def _era_0001(conn: sqlite3.Connection) -> dict[str, int]:
         )  # fmt: skip
         for group in groups.ROLE_GROUPS[role]:
             _insert(conn, "user_group_members", group_id=ids[group], user_id=people[key])
-    return people | {f"group:{name}": group_id for name, group_id in ids.items()}
+    field = _insert(conn, "custom_profile_fields", name="Team", hint="Where you work", field_type=1, order=1)
+    _insert(conn, "custom_profile_field_values", user_id=people["member"], field_id=field, value="Kitchen")
+    return people | {f"group:{name}": group_id for name, group_id in ids.items()} | {"field": field}
 
 
 def _era_0002(conn: sqlite3.Connection, ids: dict[str, int]) -> None:
@@ -127,6 +129,7 @@ def _era_0003(conn: sqlite3.Connection, ids: dict[str, int]) -> None:
             conn, "reactions", message_id=ids["m1"], user_id=ids[user], emoji_name=emoji, emoji_code=code,
             reaction_type="unicode_emoji",
         )  # fmt: skip
+    ids["emoji"] = _insert(conn, "realm_emoji", name="octo", author_id=ids["owner"])  # before emoji had images
     _insert(
         conn, "user_topics", user_id=ids["guest"], channel_id=ids["general"], topic="LUNCH plans",
         visibility_policy=1, last_updated=T + 40,
@@ -213,6 +216,29 @@ def _summary(messages: list[dict]) -> list[tuple]:
          [(r["user_id"], r["emoji_name"], r["emoji_code"]) for r in m["reactions"]])
         for m in messages
     ]  # fmt: skip
+
+
+def test_groups_profile_fields_and_imageless_emoji_are_served(upgraded):
+    server, ids = upgraded
+    member = _client(server, ids, "member")
+    listed = assert_success(member.get("/user_groups"))["user_groups"]
+    names = [name for name, _ in groups.SYSTEM_GROUPS]
+    assert [(g["name"], g["is_system_group"]) for g in listed] == [(name, True) for name in names]
+    by_name = {g["name"]: g for g in listed}
+    assert by_name["role:owners"]["members"] == [ids["owner"]]
+    assert by_name["role:members"]["members"] == [ids["member"]]
+    assert by_name["role:members"]["direct_subgroup_ids"] == [by_name["role:fullmembers"]["id"]]
+    assert by_name["role:everyone"]["members"] == [ids["guest"]]
+    fields = assert_success(member.get("/realm/profile_fields"))["custom_fields"]
+    assert [(f["id"], f["name"], f["hint"], f["type"]) for f in fields] == [(ids["field"], "Team", "Where you work", 1)]
+    user = assert_success(member.get(f"/users/{ids['member']}", {"include_custom_profile_fields": "true"}))["user"]
+    assert user["profile_data"] == {str(ids["field"]): {"value": "Kitchen"}}
+    # A custom emoji row from before 0012 gave emoji images: kept, with no image to show.
+    emoji = assert_success(member.get("/realm/emoji"))["emoji"]
+    assert emoji == {
+        str(ids["emoji"]): {"id": str(ids["emoji"]), "name": "octo", "author_id": ids["owner"], "deactivated": False,
+                            "source_url": "", "still_url": None}
+    }  # fmt: skip
 
 
 def test_users_channels_and_subscriptions_are_served(upgraded):
