@@ -70,6 +70,7 @@ def start_terminal(live: LiveServer, tmp_path) -> Tmux:  # type: ignore[no-untyp
     tmux = Tmux(width=200, height=50)
     env = {"HOME": str(tmp_path), "TERM": "screen-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
     env["TMPDIR"] = str(tmp_path)  # where it saves the files it downloads
+    env["TZ"] = "UTC"  # it shows times in local time: the fake clock's 08:00 everywhere
     tmux.start([command, "-c", zuliprc], cwd=str(tmp_path), env=env)
     try:
         tmux.wait_for(lambda screen: "the usual place" in screen or "has crashed" in screen)
