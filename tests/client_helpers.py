@@ -171,6 +171,8 @@ class Driver:
 
     def __init__(self, live: LiveServer, tmp_path: Any) -> None:
         python = os.path.join(os.path.dirname(zulip_term_path()), "python")
+        if not os.access(python, os.X_OK):
+            client_missing(f"no Python beside zulip-term at {python} (a virtualenv, as .ci/run makes)")
         zuliprc = str(tmp_path / "zuliprc")
         write_zuliprc(zuliprc, "owner@example.com", live.owner.api_key, live.base_url)
         env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
