@@ -18,8 +18,10 @@ import contextlib
 import functools
 import os
 import platform
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,7 +33,6 @@ import pytest
 import zulip
 
 from tests.client_helpers import REPO, clients_required
-from tests.test_cli import free_port
 from tornchat import FEATURE_LEVEL, __version__
 
 pytestmark = pytest.mark.dist
@@ -49,6 +50,12 @@ RENDERED = (
 # The compiled modules every server process loads: msgspec, google-re2, PyNaCl (libsodium) and cffi.
 COMPILED = ("msgspec/_core", "re2/_re2", "nacl/_sodium", "_cffi_backend")
 START_TIMEOUT = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @functools.cache
@@ -195,6 +202,13 @@ def _drive(command: list[str], bare: Path) -> None:
         assert all(part in message["content"] for part in RENDERED), message["content"]
     with _serving(command, bare, port):
         assert _fetch(owner, sent["id"]) == message
+
+
+def test_version_names_the_feature_level():
+    result = subprocess.run([sys.executable, "-m", "tornchat", "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"tornchat {__version__} (feature level {FEATURE_LEVEL})\n"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__) and FEATURE_LEVEL > 0
 
 
 def test_single_executable(bare):
