@@ -36,8 +36,10 @@ echo "built $executable in $(($(date +%s) - start)) s"
 zipapp="dist/tornchat-$version.pyz"
 start=$(date +%s)
 if [ "$arch" = x86_64 ]; then
-    # Complete platforms (pex3 interpreter inspect --markers --tags, on Debian 12) pick each compiled
-    # dependency's wheel for CPython 3.11, 3.12 and 3.13 without those interpreters on this machine.
+    # Complete platforms pick each compiled dependency's wheel for CPython 3.11, 3.12 and 3.13 without
+    # those interpreters on this machine. One more version: on a Debian 12 x86_64 machine that has it,
+    # `build/venv/bin/pex3 interpreter inspect --python PYTHON --markers --tags`, its "path" key dropped.
+    # The newest glibc they name (2.36) lets pex pick wheels needing up to that: the zipapp needs glibc 2.34+.
     targets=()
     for platform in packaging/platforms/*-manylinux-x86_64.json; do targets+=(--complete-platform "$platform"); done
 else
