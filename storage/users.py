@@ -268,7 +268,7 @@ def _publish_new_user(tx: Tx, user: User, realm: Realm) -> None:
 
 
 def check_user_by_admin(tx: Tx, actor: User, email: str, password: str, full_name: str) -> None:
-    """POST /users, before the password is hashed: raise what create_user_by_admin would."""
+    """POST /users, before the password is hashed: raise what accounts.create_account_by_admin would."""
     if not actor.is_admin:
         raise must_be_admin()
     if not actor.can_create_users:
@@ -281,14 +281,6 @@ def check_user_by_admin(tx: Tx, actor: User, email: str, password: str, full_nam
         raise ApiError("The password is too weak.")
     if len(password) > passwords.MAX_PASSWORD_LENGTH:
         raise ApiError(f"password is too long (limit: {passwords.MAX_PASSWORD_LENGTH} characters)")
-
-
-def create_user_by_admin(
-    tx: Tx, actor: User, email: str, password: str, full_name: str, password_hash: str | None = None
-) -> int:
-    """POST /users: create a member account (with the password's hash, if computed already); return its id."""
-    check_user_by_admin(tx, actor, email, password, full_name)
-    return create_user(tx, email, full_name, password, password_hash=password_hash).id
 
 
 def authenticate(tx: Tx, email: str, api_key: str, realm: Realm) -> User:

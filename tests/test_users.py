@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage import profile_fields
+from storage import accounts, profile_fields
+from tests.channel_helpers import make_channel
 from tests.helpers import Client, assert_error, assert_success, dummy, events_since, get_user, make_bot, set_visibility
 
 EVERYONE, MEMBERS, ADMINS, NOBODY, MODERATORS = 1, 2, 3, 4, 5
@@ -75,6 +76,26 @@ def test_create_user(live):
     assert recipients == [live.owner.id, body["user_id"]]
     group_events = events_since(live, before, "user_group")
     assert [(e["op"], e["user_ids"]) for e, _ in group_events] == [("add_members", [body["user_id"]])] * 2
+
+
+def test_new_accounts_join_the_default_channels(live):
+    welcome = make_channel(live, "welcome", [live.owner.id])
+    archived = make_channel(live, "old-news", [live.owner.id])
+    make_channel(live, "elsewhere", [live.owner.id])
+    for channel_id in (welcome, archived):
+        assert_success(live.owner.patch(f"/streams/{channel_id}", {"is_default_stream": "true"}))
+    assert_success(live.owner.delete(f"/streams/{archived}"))
+    before = len(live.events())
+    body = assert_success(
+        live.owner.post("/users", {"email": "new@example.com", "password": "sup3r secret", "full_name": "New"})
+    )
+    new_id = body["user_id"]
+    added = [(e, ids) for e, ids in events_since(live, before, "subscription") if e["op"] == "add"]
+    assert [([s["name"] for s in e["subscriptions"]], ids) for e, ids in added] == [(["welcome"], [new_id])]
+    # `tornchat create-user` creates accounts through the same storage call.
+    other = live.write(accounts.create_account, "cli@example.com", "Cli", "sup3r secret")
+    subscribed = live.read(lambda tx: tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ?", (other.id,)))
+    assert subscribed == [welcome]
 
 
 def test_create_user_event_hides_email_from_those_who_may_not_see_it(live):

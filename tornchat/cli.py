@@ -11,7 +11,7 @@ import signal
 import ssl
 import sys
 
-from storage import groups, users
+from storage import accounts, groups
 from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
 from tornchat import FEATURE_LEVEL, __version__
@@ -146,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the user's credentials to PATH as a zuliprc (mode 600), for zulip-terminal or zulip",
     )
     backup = commands.add_parser(
-        "backup", help="copy a data directory (database, zuliprc, uploads) to FILE, a .tar.gz; safe while serving"
+        "backup",
+        help="copy a data directory (database, zuliprc, tornchat.toml, uploads) to FILE, a .tar.gz; safe while serving",
     )
     backup.add_argument("--data-dir", dest="data_dir", help="data directory to back up (default ./tornchat-data)")
     backup.add_argument("file", metavar="FILE", help="the archive to write (replaced if it exists)")
@@ -214,7 +215,7 @@ def command_create_user(args: argparse.Namespace) -> None:
             raise CommandError(f"no organization in {settings.data_dir}: run `tornchat init` first")
         site = db.read(get_realm).url
         user = db.write(
-            users.create_user,
+            accounts.create_account,
             args.email,
             args.full_name,
             args.password,

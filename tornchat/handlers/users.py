@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from storage import user_changes, users
+from storage import accounts, user_changes, users
 from tornchat.base import BaseHandler, hash_password
 from tornchat.params import Params
 
@@ -65,7 +65,7 @@ class UsersHandler(BaseHandler):
         self.server.db.read(users.check_user_by_admin, self.user, p.email, p.password, p.full_name)
         password_hash = await hash_password(p.password)
         user_id = self.server.db.write(
-            users.create_user_by_admin, self.user, p.email, p.password, p.full_name, password_hash
+            accounts.create_account_by_admin, self.user, p.email, p.password, p.full_name, password_hash
         )
         self.respond({"user_id": user_id})
 
