@@ -152,12 +152,17 @@ def _tree(pid: int) -> list[int]:
 
 
 def _mapped_files(pid: int) -> set[str]:
+    """Files the processes map (shared libraries) or hold open, and their working directories."""
     files = set()
     for process in _tree(pid):
         for line in Path(f"/proc/{process}/maps").read_text().splitlines():
             fields = line.split(maxsplit=5)
             if len(fields) == 6 and fields[5].startswith("/"):
                 files.add(fields[5])
+        for fd in Path(f"/proc/{process}/fd").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+                files.add(os.readlink(fd))
+        files.add(os.readlink(f"/proc/{process}/cwd") + os.sep)
     return files
 
 
