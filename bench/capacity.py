@@ -566,10 +566,10 @@ def main() -> None:
     parser.add_argument("--logs", metavar="DIR", help="keep each step's server log (access times) in DIR")
     parser.add_argument("--profile", metavar="PATH", help="py-spy the server during each window (collapsed stacks)")
     parser.add_argument("--users", type=int, help="run this one N only (no search)")
-    parser.add_argument("--quick", action="store_true", help="smoke test: N=20 then 40, 10x rates, 4 s windows")
+    parser.add_argument("--quick", action="store_true", help="smoke test: N=20 then 40, 10x rates, 3 s windows")
     args = parser.parse_args()
     if args.quick:
-        args.start, args.max_users, args.window, args.warmup, args.grace, args.speed = 20, 40, 4.0, 1.0, 1.0, 10.0
+        args.start, args.max_users, args.window, args.warmup, args.grace, args.speed = 20, 40, 3.0, 0.5, 0.5, 10.0
         args.history = 30
     resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
     print(f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, SQLite"
