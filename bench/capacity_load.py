@@ -131,6 +131,7 @@ class Samples:
 
     latencies: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
     failures: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    unanswered: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     register: list[float] = field(default_factory=list)
     lag: list[float] = field(default_factory=list)
     events: int = 0
@@ -159,11 +160,14 @@ class User:
         self.samples.register.append((time.monotonic() - started) * 1000)
 
     async def timed(self, kind: str, due: float, method: str, path: str, params: dict[str, Any]) -> bytes:
+        measured = self.plan.measured(due)
+        self.samples.unanswered[kind] += measured
         try:
             status, body = await self.actions.request(method, path, params)
         except (OSError, asyncio.IncompleteReadError, ValueError):
             status, body = 0, b""
-        if self.plan.measured(due):
+        self.samples.unanswered[kind] -= measured
+        if measured:
             if status == 200:
                 self.samples.latencies[kind].append((time.monotonic() - due) * 1000)
             else:
@@ -261,6 +265,9 @@ async def drive(people: list[Person], plan: Plan, pipe: Any, seed: int) -> Sampl
     await asyncio.sleep(plan.grace)
     for task in tasks:
         task.cancel()
+    # A request due inside the window and still unanswered after the grace period counts as failed.
+    for kind, count in samples.unanswered.items():
+        samples.failures[kind] += count
     for user in simulated:
         user.poll.close()
         user.actions.close()
