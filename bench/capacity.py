@@ -17,7 +17,8 @@ Every action is scheduled at a random phase; its latency counts from the moment 
 slow server cannot hide queueing). "delivery" is the time from a message's scheduled send until a
 long-poll of each recipient returns it. SPEED multiplies every rate (1 for the headline figure).
 A step passes when, inside the measurement window, every kind's p99 is under 500 ms and no request
-failed (one still unanswered GRACE seconds after the window counts as failed). The search doubles N from --start until a step fails, then bisects.
+failed (one still unanswered GRACE seconds after the window counts as failed). The search doubles N
+from --start until a step fails, then bisects.
 Usage: python bench/capacity.py [--start 100] [--window 60] [--speed 1] [--clients 1] [--quick]
 """
 
