@@ -52,8 +52,11 @@ def check(data: str, requests: dict[str, list[tuple[str, str]]], port: int, work
     features = [b'"type":"private"', b'"emoji_code"', b'"edit_history"', b'"last_moved_timestamp"',
                 b'"subject":"general chat"', b'"avatar_url":null', b'"avatar_url":"https', b'"historical"',
                 b'"match_content"']  # fmt: skip
-    found = {f: sum(f in body for rows in bodies.values() for _, body in rows) for f in features}
-    print("  responses showing: " + ", ".join(f"{f.decode()} {n}" for f, n in found.items()))
+    tornchat = [
+        body for name, rows in requests.items() for _, body in bodies[name][: len(rows[:limit] if limit else rows)]
+    ]
+    found = {f: sum(f in body for body in tornchat) for f in features}
+    print(f"  of {len(tornchat)} responses, how many show: " + ", ".join(f"{f.decode()} {n}" for f, n in found.items()))
     return same
 
 

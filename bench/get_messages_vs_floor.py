@@ -21,6 +21,7 @@ import os
 import platform
 import random
 import re
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -83,7 +84,8 @@ def make_requests(database: str, seed: int = 5) -> dict[str, list[tuple[str, str
                 channels = [
                     c for (c,) in db.execute("SELECT channel_id FROM subscriptions WHERE user_id = ?", (user_id,))
                 ]
-                channel = rng.choice([c for c in channels if c in topics])
+                # One in ten visits a channel the user is not subscribed to (history: "historical" flags).
+                channel = rng.choice([c for c in channels if c in topics] if n % 10 else sorted(topics))
                 topic = rng.choices(topics[channel][0], weights=topics[channel][1])[0]
                 narrow = [{"operator": "channel", "operand": channel}, {"operator": "topic", "operand": topic}]
                 params["narrow"] = msgspec.json.encode(narrow).decode()
@@ -149,20 +151,30 @@ def write_requests(path: str, requests: list[tuple[str, str]]) -> None:
         handle.writelines(f"{p}\t{a}\n" for p, a in requests)
 
 
+def drain(port: int, requests_file: str) -> None:
+    """Wait until the server has answered what wrk left queued when it stopped (requests are answered in turn)."""
+    with open(requests_file) as handle:
+        path, auth = handle.readline().rstrip("\n").split("\t")
+    for _ in range(2):
+        fetch(port, path, auth)
+
+
 class Run(msgspec.Struct):
     rps: float
     p50: float  # ms
     p99: float
     errors: int
+    count: int  # requests answered
 
 
-def wrk(port: int, requests_file: str, connections: int, seconds: float) -> Run:
+def wrk(port: int, requests_file: str, connections: int, seconds: int) -> Run:
     command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "--latency", "-s", LUA,
                f"http://127.0.0.1:{port}", "--", requests_file]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return Run(rps, _latency(out, "50"), _latency(out, "99"), int(errors.group(1)) if errors else 0)
+    count = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return Run(rps, _latency(out, "50"), _latency(out, "99"), int(errors.group(1)) if errors else 0, count)
 
 
 def _latency(out: str, percent: str) -> float:
@@ -182,12 +194,14 @@ def measure(kind: str, data: str, port: int, files: dict[str, str], args: argpar
     try:
         for name, path in files.items():
             wrk(port, path, 8, args.warmup)
+            drain(port, path)
             busy = wrk(port, path, 50, args.duration)
+            drain(port, path)
             single = wrk(port, path, 1, args.duration)
             results[name] = (busy, single)
             errors = f"  ({busy.errors + single.errors} non-2xx!)" if busy.errors + single.errors else ""
             print(f"    {kind:<8} {name:<30} {busy.rps:8.1f} req/s   p50 {single.p50:7.2f} ms"
-                  f"  p99 {single.p99:7.2f} ms{errors}", flush=True)  # fmt: skip
+                  f"  p99 {single.p99:7.2f} ms  n={busy.count}/{single.count}{errors}", flush=True)  # fmt: skip
     finally:
         stop_server(process)
     return results
@@ -199,13 +213,14 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--data", help="data directory (default: get_messages.py's for the shape and size)")
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=10, help="seconds of each wrk run")
-    parser.add_argument("--warmup", type=float, default=3, help="seconds of warm-up per case and server")
+    parser.add_argument("--duration", type=int, default=10, help="seconds of each wrk run")
+    parser.add_argument("--warmup", type=int, default=3, help="seconds of warm-up per case and server")
     parser.add_argument("--cases", help="comma-separated case numbers (1-7) to run; default all")
     parser.add_argument("--no-check", action="store_true", help="skip the byte-for-byte check")
     parser.add_argument("--work", default="/tmp/tornchat-vs-floor", help="request files and server logs")
     parser.add_argument("--port", type=int, default=9931, help="tornchat's port; the floor's is the next")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the servers it started (finally clauses)
     settings = prepare_data(args.shape, args.messages, args.data)
     data = settings.data_dir
     os.makedirs(args.work, exist_ok=True)
