@@ -65,7 +65,7 @@ def make_requests(database: str, seed: int = 5) -> dict[str, list[tuple[str, str
         names, counts = topics.setdefault(channel_id, ([], []))
         names.append(topic or "general chat")
         counts.append(count)
-    sample = db.execute("SELECT content FROM messages ORDER BY random() LIMIT 3000").fetchall()
+    sample = db.execute("SELECT content FROM messages WHERE id % ? = 0", (max(1, top // 3000),)).fetchall()
     ranked = Counter(word.strip(".").lower() for (content,) in sample for word in content.split()).most_common()
     words = [word for word, _ in ranked[100:300]]  # in 1-4% of messages
     result: dict[str, list[tuple[str, str]]] = {}
