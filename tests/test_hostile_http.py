@@ -127,6 +127,27 @@ def test_a_url_within_the_limit_is_served(small):
     assert body["ignored_parameters_unsupported"] == ["x"]
 
 
+@pytest.mark.parametrize(
+    ("host_lines", "msg"),
+    [
+        ("Host: %\r\n", "Invalid Host header: '%'"),
+        ("Host: a b\r\n", "Invalid Host header: 'a b'"),
+        ("Host: a\r\nHost: b\r\n", "Multiple host headers not allowed: 'a,b'"),
+        ("", "Missing Host header"),
+    ],
+)
+def test_a_bad_host_header_gets_a_json_400(small, host_lines, msg):
+    # Tornado refuses these itself with a bare "400 Bad Request"; the edge answers in the envelope.
+    raw = exchange(small, f"GET /api/v1/server_settings HTTP/1.1\r\n{host_lines}\r\n".encode())
+    assert_refused(raw, 400, msg)
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:9991", "[::1]:8080", "chat.example.com:", "xn--bcher-kva.de"])
+def test_good_host_headers_are_served(small, host):
+    raw = exchange(small, f"GET /api/v1/server_settings HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    assert raw.startswith(b"HTTP/1.1 200 ")
+
+
 def test_large_headers_get_a_json_431(small):
     raw = exchange(small, get_head("/api/v1/server_settings", f"X-Big: {'a' * MAX_HEADER_FIELDS_SIZE}\r\n"))
     assert_refused(raw, 431, "Request headers are too large (limit: 65536 bytes)")

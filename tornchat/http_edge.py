@@ -102,6 +102,29 @@ def refusal(
     length = _DIGITS.fullmatch(headers.get("Content-Length", ""))
     if length is not None and int(length.group(1)) > max_body_size:
         return 413, f"Request body is too large (limit: {max_body_size} bytes)"
+    host_error = _host_error(start_line, headers)
+    if host_error is not None:
+        return 400, host_error
+    return None
+
+
+# Host values Tornado's own check always accepts (a name or IPv4 address, an optional port).
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]*)?")
+
+
+def _host_error(start_line: httputil.RequestStartLine, headers: httputil.HTTPHeaders) -> str | None:
+    """Tornado's reason for refusing the Host header (missing in HTTP/1.1, malformed, repeated), or None.
+
+    Tornado answers those with a bare "400 Bad Request"; asking it here, by building the request the
+    way it would, lets the edge answer with the API's envelope instead.
+    """
+    host = headers.get("Host")
+    if host is not None and _PLAIN_HOST.fullmatch(host):
+        return None
+    try:
+        httputil.HTTPServerRequest(start_line=start_line, headers=headers)
+    except httputil.HTTPInputError as error:
+        return str(error)
     return None
 
 
