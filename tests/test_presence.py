@@ -154,7 +154,11 @@ def test_invisible_mode(live):
     long_ago = int(live.clock.now) - 210
     [(event, user_ids)] = events_since(live, count, "presence")
     website = {"client": "website", "status": "idle", "timestamp": long_ago, "pushable": False}
-    assert (event["user_id"], event["presence"], user_ids) == (alice.id, {"website": website}, [live.owner.id, alice.id])
+    assert (event["user_id"], event["presence"], user_ids) == (
+        alice.id,
+        {"website": website},
+        [live.owner.id, alice.id],
+    )
     live.clock.advance(30)
     count = len(live.events())
     report(alice)  # not recorded while invisible
