@@ -72,6 +72,7 @@ class Tmux:
         self.socket = f"tornchat-test-{os.getpid()}-{next(_sessions)}"
         self.width, self.height = width, height
         self.started = False
+        self.stderr_path: str | None = None  # set by callers that send the program's stderr to a file
 
     def _tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
         # The tmux server, and so the client, get this environment without pytest's variables:
@@ -80,8 +81,11 @@ class Tmux:
         command = ["tmux", "-L", self.socket, "-f", "/dev/null", *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=20, env=env)
 
-    def start(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
+    def start(self, command: list[str], cwd: str, env: dict[str, str], stderr: str | None = None) -> None:
+        """Run the command in the session; stderr: a file for what it writes there (else the screen)."""
         shell_command = " ".join(_quote(part) for part in command)
+        if stderr is not None:
+            shell_command += " 2>" + _quote(stderr)
         size = ["-x", str(self.width), "-y", str(self.height)]
         environment = [item for name, value in env.items() for item in ("-e", f"{name}={value}")]
         result = self._tmux("new-session", "-d", "-s", "client", *size, "-c", cwd, *environment, shell_command)
