@@ -109,13 +109,18 @@ def test_create_user_errors_are_one_line(initialised, tmp_path):
 
 
 @contextlib.contextmanager
-def serving(data_dir: str, port: int) -> Iterator[list[str]]:
-    """Run `tornchat serve` until it prints "Serving"; yield its output; stop it with SIGTERM."""
+def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[list[str]]:
+    """Run `tornchat serve ARGS` until it prints "Serving"; yield its output; stop it with SIGTERM.
+
+    The server sees no TORNCHAT_* variable of the test run's own, only those in `env`.
+    """
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("TORNCHAT_")}
     with subprocess.Popen(
-        TORNCHAT + ["serve", "--data-dir", data_dir, "--port", str(port)],
+        TORNCHAT + ["serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**environ, **(env or {})},
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         lines = []
@@ -136,14 +141,14 @@ def test_serve_bootstraps_an_empty_directory(tmp_path):
     data_dir = str(tmp_path / "fresh")
     port = free_port()
     zuliprc = os.path.join(data_dir, "zuliprc")
-    with serving(data_dir, port) as lines:
+    with serving("--data-dir", data_dir, "--port", str(port)) as lines:
         assert any(os.path.abspath(zuliprc) in line for line in lines)
         assert read_zuliprc(zuliprc)["site"] == f"http://127.0.0.1:{port}"
         profile = zulip.Client(config_file=zuliprc).get_profile()
         assert profile["result"] == "success"
         assert profile["is_owner"] is True
     # A second start reuses the organization and its credentials.
-    with serving(data_dir, port) as lines:
+    with serving("--data-dir", data_dir, "--port", str(port)) as lines:
         assert not any(line.startswith("Created") for line in lines)
         assert zulip.Client(config_file=zuliprc).get_profile()["result"] == "success"
 
@@ -174,7 +179,7 @@ def test_environment_settings(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     port = free_port()
-    with serving(data_dir, port):
+    with serving("--data-dir", data_dir, "--port", str(port)):
         client = zulip.Client(config_file=os.path.join(data_dir, "zuliprc"), site=f"http://127.0.0.1:{port}")
         assert client.get_server_settings()["realm_name"] == "Env Org"
         own = client.get_profile()

@@ -63,7 +63,7 @@ def test_backup_of_a_serving_server_restored_and_served(data_dir, tmp_path):
     """A backup taken by another process while `tornchat serve` runs holds what it acknowledged."""
     port = free_port()
     archive = str(tmp_path / "backup.tar.gz")
-    with serving(data_dir, port):
+    with serving("--data-dir", data_dir, "--port", str(port)):
         client = zulip.Client(config_file=os.path.join(data_dir, "zuliprc"), site=f"http://127.0.0.1:{port}")
         channel = client.add_subscriptions([{"name": "kept"}])
         assert channel["result"] == "success", channel
@@ -75,7 +75,7 @@ def test_backup_of_a_serving_server_restored_and_served(data_dir, tmp_path):
     assert run("restore", "--data-dir", restored, archive).returncode == 0
     assert read_zuliprc(os.path.join(restored, "zuliprc"))["email"] == "boss@example.com"
     port = free_port()
-    with serving(restored, port):
+    with serving("--data-dir", restored, "--port", str(port)):
         client = zulip.Client(config_file=os.path.join(restored, "zuliprc"), site=f"http://127.0.0.1:{port}")
         message = client.get_raw_message(sent["id"])
         assert message["result"] == "success", message

@@ -41,7 +41,7 @@ def test_the_written_zuliprc_works_against_the_server(initialised, tmp_path):
     path = str(tmp_path / "al.zuliprc")
     assert run("create-user", "--data-dir", initialised, *USER, "--zuliprc", path).returncode == 0
     port = free_port()
-    with serving(initialised, port):
+    with serving("--data-dir", initialised, "--port", str(port)):
         profile = zulip.Client(config_file=path, site=f"http://127.0.0.1:{port}").get_profile()
     assert (profile["result"], profile["full_name"], profile["is_admin"]) == ("success", "Al", False)
 
@@ -72,7 +72,7 @@ def test_an_unwritable_zuliprc_path_is_one_line(initialised, tmp_path):
 
 def test_first_serve_without_a_terminal_writes_the_password_to_a_private_file(tmp_path):
     data_dir = str(tmp_path / "fresh")
-    with serving(data_dir, free_port()) as lines:
+    with serving("--data-dir", data_dir, "--port", str(free_port())) as lines:
         pass
     path = os.path.join(data_dir, "owner-password")
     password = Path(path).read_text().strip()

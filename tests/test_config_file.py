@@ -6,14 +6,11 @@ import base64
 import logging
 import os
 import re
-import signal
-import subprocess
-import sys
 
 import pytest
 import zulip
 
-from tests.test_cli import free_port, read_zuliprc
+from tests.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, FILE_KEYS, Settings, load_settings
 
@@ -286,26 +283,14 @@ def test_serve_takes_its_settings_from_the_file(tmp_path):
         data_dir,
         f'port = {port}\nrealm_name = "File Org"\nemail_host = "file.example"\nowner_email = "boss@example.com"\n',
     )
-    command = [sys.executable, "-m", "tornchat", "serve", "--data-dir", data_dir]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("TORNCHAT_")}
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
-        assert process.stdout is not None and process.stderr is not None
-        lines = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Serving"):
-                break
-        try:
-            assert lines[-1] == f"Serving File Org at http://127.0.0.1:{port}\n", process.stderr.read()
-            zuliprc = os.path.join(data_dir, "zuliprc")
-            assert read_zuliprc(zuliprc)["site"] == f"http://127.0.0.1:{port}"
-            client = zulip.Client(config_file=zuliprc)
-            assert client.get_server_settings()["realm_name"] == "File Org"
-            own = client.get_profile()
-            assert own["email"] == "boss@example.com"
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(20) == 0
+    with serving("--data-dir", data_dir) as lines:
+        assert lines[-1] == f"Serving File Org at http://127.0.0.1:{port}\n"
+        zuliprc = os.path.join(data_dir, "zuliprc")
+        assert read_zuliprc(zuliprc)["site"] == f"http://127.0.0.1:{port}"
+        client = zulip.Client(config_file=zuliprc)
+        assert client.get_server_settings()["realm_name"] == "File Org"
+        own = client.get_profile()
+        assert own["email"] == "boss@example.com"
 
 
 def test_readme_lists_every_setting():

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import signal
 import ssl
 import subprocess
-import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 import urllib3
 import zulip
 
-from tests.test_cli import free_port, read_zuliprc
+from tests.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, load_settings
 from tornchat.tls import make_ssl_context
@@ -39,29 +35,6 @@ def make_certificate(directory, name: str, *extra: str) -> tuple[str, str]:
 @pytest.fixture
 def pair(tmp_path):
     return make_certificate(tmp_path, "server")
-
-
-@contextlib.contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[list[str]]:
-    """Run `tornchat serve ARGS` until it prints "Serving"; yield its output; stop it with SIGTERM."""
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("TORNCHAT_")}
-    command = [sys.executable, "-m", "tornchat", "serve", *args]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**environ, **(env or {})}
-    ) as process:
-        assert process.stdout is not None and process.stderr is not None
-        lines = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Serving"):
-                break
-        else:
-            raise AssertionError(f"server did not start: {lines} {process.stderr.read()}")
-        try:
-            yield lines
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(20) == 0
 
 
 @pytest.fixture
