@@ -231,35 +231,30 @@ def test_an_unknown_format_is_ignored(tmp_path, caplog):
     assert "unknown format 99" in caplog.text and not os.path.exists(path)
 
 
-def test_a_dangling_body_index_is_ignored(tmp_path, caplog):
-    clock = FakeClock()
-    before = EventQueues(clock)
-    before.create(1)
-    publish(before, {"type": "test"}, [1])
+def damage_saved_queue(tmp_path, damage):
+    """Save one queue holding one event, pass the file's data to damage(), write it back; return its path."""
+    queues = EventQueues(FakeClock())
+    queues.create(1)
+    publish(queues, {"type": "test"}, [1])
     path = os.path.join(str(tmp_path), "queues.json")
-    before.save(path)
+    queues.save(path)
     with open(path, "rb") as handle:
         saved = json.load(handle)
-    saved["bodies"] = []
+    damage(saved)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(saved, handle)
-    assert EventQueues(clock).load(path) == 0
+    return path
+
+
+def test_a_dangling_body_index_is_ignored(tmp_path, caplog):
+    path = damage_saved_queue(tmp_path, lambda saved: saved.update(bodies=[]))
+    assert EventQueues(FakeClock()).load(path) == 0
     assert "Ignoring unreadable saved event queues" in caplog.text
 
 
 def test_ids_and_bodies_of_different_lengths_are_ignored(tmp_path, caplog):
-    clock = FakeClock()
-    before = EventQueues(clock)
-    before.create(1)
-    publish(before, {"type": "test"}, [1])
-    path = os.path.join(str(tmp_path), "queues.json")
-    before.save(path)
-    with open(path, "rb") as handle:
-        saved = json.load(handle)
-    saved["queues"][0]["event_ids"].append(5)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(saved, handle)
-    assert EventQueues(clock).load(path) == 0
+    path = damage_saved_queue(tmp_path, lambda saved: saved["queues"][0]["event_ids"].append(5))
+    assert EventQueues(FakeClock()).load(path) == 0
     assert "Ignoring unreadable saved event queues" in caplog.text and gc.isenabled()
 
 
