@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -307,6 +308,17 @@ def test_zuliprc_fixture_is_private(tmp_path, live):
 # -- presence, typing, muted topics -----------------------------------------------------------------
 
 
+@contextmanager
+def running_terminal(live: LiveServer, tmp_path, log) -> Iterator[Tmux]:  # type: ignore[no-untyped-def]
+    """zulip-terminal started on what the test seeded, closed after the block; no request of it failed."""
+    tmux = start_terminal(live, tmp_path)
+    try:
+        yield tmux
+    finally:
+        tmux.close()
+    assert log.failures() == []
+
+
 def users_column(screen: str) -> str:
     """The right-hand column (the user list) of each line."""
     return "\n".join(line.rsplit("\u2502", 1)[-1] for line in screen.splitlines() if "\u2502" in line)
@@ -316,13 +328,9 @@ def test_it_lists_who_is_online(live, tmp_path, access_log):
     # Bob reports himself active before zulip-terminal starts: its user list shows him.
     bob, _, _ = seed(live)
     assert_success(bob.post("/users/me/presence", {"status": "active", "new_user_input": "true"}))
-    tmux = start_terminal(live, tmp_path)
-    try:
+    with running_terminal(live, tmp_path, access_log) as tmux:
         # zulip-terminal marks active users with a full circle (idle and offline ones with others).
         tmux.wait_for(lambda screen: " \u25cf Bob Builder" in users_column(screen))
-    finally:
-        tmux.close()
-    assert access_log.failures() == []
 
 
 def test_it_shows_that_someone_is_typing(terminal, access_log):
@@ -347,10 +355,6 @@ def test_it_hides_a_muted_topic(live, tmp_path, access_log):
     assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "lunch", "content": "after it"}))
     request = {"stream_id": general, "topic": "noise", "visibility_policy": 1}
     assert_success(live.owner.post("/user_topics", request))
-    tmux = start_terminal(live, tmp_path)
-    try:
+    with running_terminal(live, tmp_path, access_log) as tmux:
         screen = tmux.wait_for("after it")  # shown below where the muted message would be
         assert "blah blah" not in screen
-    finally:
-        tmux.close()
-    assert access_log.failures() == []
