@@ -7,7 +7,7 @@ import zoneinfo
 from functools import cache
 from typing import Any
 
-from storage import presence, users
+from storage import groups, presence, users
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.realm import get_realm
@@ -122,11 +122,7 @@ def update_user_settings(
         tx.execute("UPDATE users SET timezone = ? WHERE id = ?", (timezone, user.id))
         _publish(tx, user, "timezone", timezone)
         person = {"user_id": user.id, "timezone": timezone}
-        tx.publish({"type": "realm_user", "op": "update", "person": person}, _active_user_ids(tx))
-
-
-def _active_user_ids(tx: Tx) -> list[int]:
-    return tx.column("SELECT id FROM users WHERE is_active")
+        tx.publish({"type": "realm_user", "op": "update", "person": person}, groups.active_user_ids(tx))
 
 
 def _store(tx: Tx, user: User, name: str, value: Any) -> None:
@@ -159,7 +155,7 @@ def _change_email_visibility(tx: Tx, user: User, value: int) -> None:
     new_email = users.api_email(changed, realm)
     if new_email != users.api_email(user, realm):
         person = {"user_id": user.id, "new_email": new_email}
-        tx.publish({"type": "realm_user", "op": "update", "person": person}, _active_user_ids(tx))
+        tx.publish({"type": "realm_user", "op": "update", "person": person}, groups.active_user_ids(tx))
     gained, lost = can_see - could_see, could_see - can_see
     if gained:
         person = {"user_id": user.id, "delivery_email": user.delivery_email}
