@@ -18,7 +18,7 @@ from storage.messages import access_channel_for_sending
 from storage.realm import Realm
 from storage.topics import normalize_topic
 from storage.user_settings import get_user_settings
-from storage.users import MAX_ID, User, api_email, get_user_by_id, list_users
+from storage.users import MAX_ID, User, api_email, list_users
 
 OPERATIONS = ("start", "stop")
 DIRECT, STREAM = "direct", "stream"
@@ -75,11 +75,13 @@ def send_direct_typing(tx: Tx, realm: Realm, sender: User, op: str, to: list[int
     if not to:
         raise ApiError("Empty 'to' list")
     _check_sends(tx, sender, "send_private_typing_notifications", "direct")
-    # Any unknown id rejects the whole request: a partial list would name another conversation.
+    # One query for every participant; any unknown id rejects the whole request: a partial list
+    # would name another conversation.
+    participants = list_users(tx, sorted({user_id for user_id in to if 0 < user_id <= MAX_ID} | {sender.id}))
+    known = {user.id for user in participants}
     for user_id in to:
-        if not 0 < user_id <= MAX_ID or get_user_by_id(tx, user_id) is None:
+        if user_id not in known:
             raise ApiError(f"Invalid user ID {user_id}")
-    participants = list_users(tx, sorted(set(to) | {sender.id}))
     event = {
         "type": "typing", "op": op, "message_type": DIRECT, "sender": _person(sender, realm),
         "recipients": [_person(user, realm) for user in participants],
