@@ -10,12 +10,16 @@ import secrets
 import signal
 import ssl
 import sys
+from typing import TYPE_CHECKING
 
 from storage import accounts, groups
 from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
 from tornchat import FEATURE_LEVEL, __version__
 from tornchat.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from storage.backup import Summary
 
 ROLES = {
     "owner": groups.ROLE_OWNER,
@@ -167,11 +171,7 @@ def command_backup(args: argparse.Namespace) -> None:
         summary = create_backup(settings.data_dir, args.file, time.time())
     except BackupError as error:
         raise CommandError(str(error)) from None
-    extras = "".join(f", {name}" for name in summary.files if name == "zuliprc")
-    print(
-        f"Backed up {settings.data_dir} to {args.file}: database {summary.database_bytes} bytes"
-        f" (integrity ok){extras}, {summary.uploads} uploaded files"
-    )
+    print(f"Backed up {settings.data_dir} to {args.file}: {_archive_contents(summary)}")
 
 
 def command_restore(args: argparse.Namespace) -> None:
@@ -181,11 +181,13 @@ def command_restore(args: argparse.Namespace) -> None:
         summary = restore_backup(args.file, args.data_dir)
     except BackupError as error:
         raise CommandError(str(error)) from None
+    print(f"Restored {args.file} into {args.data_dir}: {_archive_contents(summary)}")
+
+
+def _archive_contents(summary: Summary) -> str:
+    """What a backup archive holds, as `backup` and `restore` both print it."""
     extras = "".join(f", {name}" for name in summary.files if name == "zuliprc")
-    print(
-        f"Restored {args.file} into {args.data_dir}: database {summary.database_bytes} bytes"
-        f" (integrity ok){extras}, {summary.uploads} uploaded files"
-    )
+    return f"database {summary.database_bytes} bytes (integrity ok){extras}, {summary.uploads} uploaded files"
 
 
 def command_init(args: argparse.Namespace) -> None:
