@@ -79,3 +79,27 @@ def make_team(live):
     carol = live.make_user(email="carol@example.com", full_name="Carol")
     channel = make_channel(live, "general", [live.owner.id, alice.id, bob.id])
     return alice, bob, carol, channel
+
+
+def insert_messages(live, user_id: int, channel_id: int, count: int, flag_bits: int = 0) -> list[int]:
+    """Insert `count` channel messages from one user, and that user's rows, straight into storage (fast).
+
+    Topic "bulk", no reactions; the channel must already have its recipient (send one message first).
+    Returns the new ids.
+    """
+
+    def insert(tx):
+        recipient_id = tx.value("SELECT id FROM recipients WHERE type = 2 AND type_id = ?", (channel_id,))
+        first = tx.value("SELECT coalesce(max(id), 0) + 1 FROM messages")
+        tx.executemany(
+            "INSERT INTO messages (id, sender_id, recipient_id, channel_id, topic, topic_key, content,"
+            " rendered_content, date_sent, client) VALUES (?, ?, ?, ?, 'bulk', 'bulk', 'x', '<p>x</p>', 0, 'test')",
+            [(first + i, user_id, recipient_id, channel_id) for i in range(count)],
+        )
+        tx.executemany(
+            "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)",
+            [(user_id, first + i, flag_bits) for i in range(count)],
+        )
+        return list(range(first, first + count))
+
+    return live.write(insert)

@@ -6,6 +6,7 @@ import pytest
 
 from tests.channel_helpers import make_channel, unsubscribe
 from tests.helpers import assert_error, assert_success
+from tests.send_helpers import insert_messages
 from tests.test_message_flags import World, flag_events, flags_of, send, unread_ids
 
 CHANNEL_NARROW = [{"operator": "channel", "operand": "general"}]
@@ -124,26 +125,6 @@ def test_unread_skipped_in_unsubscribed_channels(live, world):
     assert flags_of(world.alice, [in_other, dm]) == {in_other: ["read"], dm: []}
     [(event, _)] = flag_events(live, before)
     assert event["messages"] == [dm] and list(event["message_details"]) == [str(dm)]
-
-
-def insert_messages(live, user_id, channel_id, count):
-    """Insert `count` unread channel messages for one user straight into storage (fast)."""
-
-    def insert(tx):
-        recipient_id = tx.value("SELECT id FROM recipients WHERE type = 2 AND type_id = ?", (channel_id,))
-        first = tx.value("SELECT coalesce(max(id), 0) + 1 FROM messages")
-        tx.executemany(
-            "INSERT INTO messages (id, sender_id, recipient_id, channel_id, topic, topic_key, content,"
-            " rendered_content, date_sent, client) VALUES (?, ?, ?, ?, 'bulk', 'bulk', 'x', '<p>x</p>', 0, 'test')",
-            [(first + i, user_id, recipient_id, channel_id) for i in range(count)],
-        )
-        tx.executemany(
-            "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, 0)",
-            [(user_id, first + i) for i in range(count)],
-        )
-        return list(range(first, first + count))
-
-    return live.write(insert)
 
 
 def test_clamped_to_5000(live, world):

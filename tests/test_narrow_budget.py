@@ -8,11 +8,12 @@ import os
 
 import pytest
 
+from storage import flags
 from storage.db import DEFAULT_QUERY_BUDGET, Database, QueryBudgetExceeded
 from storage.narrow_select import NARROW_TOO_SLOW
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_ok
+from tests.send_helpers import insert_messages, send_ok
 
 # Counting to 200,000: far more SQLite instructions than one look at the clock is apart.
 LONG_QUERY = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) SELECT count(*) FROM n"
@@ -23,21 +24,7 @@ def add_history(live, count):
     """`count` messages in the owner's history, straight into storage (fast); none has a reaction."""
     channel_id = make_channel(live, "history", [live.owner.id])
     send_ok(live.owner, channel_id, "first")
-
-    def insert(tx):
-        recipient_id = tx.value("SELECT id FROM recipients WHERE type = 2 AND type_id = ?", (channel_id,))
-        first = tx.value("SELECT max(id) + 1 FROM messages")
-        tx.executemany(
-            "INSERT INTO messages (id, sender_id, recipient_id, channel_id, topic, topic_key, content,"
-            " rendered_content, date_sent, client) VALUES (?, ?, ?, ?, 't', 't', 'x', '<p>x</p>', 0, 'test')",
-            [(first + i, live.owner.id, recipient_id, channel_id) for i in range(count)],
-        )
-        tx.executemany(
-            "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, 1)",
-            [(live.owner.id, first + i) for i in range(count)],
-        )
-
-    live.write(insert)
+    insert_messages(live, live.owner.id, channel_id, count, flags.READ)
 
 
 def set_budget(live, seconds):
