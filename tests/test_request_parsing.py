@@ -130,17 +130,20 @@ def test_unused_multipart_parameters_are_reported_as_ignored(raw, general):
     ]
 
 
+def send_in(raw, where, method, path, fields):
+    """Send fields as a multipart body, a urlencoded body or the query string."""
+    if where == "multipart":
+        return raw(method, path, multipart(fields), MULTIPART)
+    if where == "urlencoded":
+        return raw(method, path, urlencoded(fields), FORM)
+    return raw(method, path, query=fields)
+
+
 @pytest.mark.parametrize("where", ["multipart", "urlencoded", "query"])
 def test_patch_reads_body_or_query_string(raw, live, general, where):
     message_id = send_message(live)
     fields = {"content": f"edited by {where}"}
-    if where == "multipart":
-        response = raw("PATCH", f"/messages/{message_id}", multipart(fields), MULTIPART)
-    elif where == "urlencoded":
-        response = raw("PATCH", f"/messages/{message_id}", urlencoded(fields), FORM)
-    else:
-        response = raw("PATCH", f"/messages/{message_id}", query=fields)
-    assert_success(response)
+    assert_success(send_in(raw, where, "PATCH", f"/messages/{message_id}", fields))
     assert content_of(live, message_id) == f"edited by {where}"
 
 
@@ -149,13 +152,7 @@ def test_delete_reads_body_or_query_string(raw, live, general, where):
     message_id = send_message(live)
     assert_success(live.owner.post(f"/messages/{message_id}/reactions", {"emoji_name": "smile"}))
     fields = {"emoji_name": "smile"}
-    if where == "multipart":
-        response = raw("DELETE", f"/messages/{message_id}/reactions", multipart(fields), MULTIPART)
-    elif where == "urlencoded":
-        response = raw("DELETE", f"/messages/{message_id}/reactions", urlencoded(fields), FORM)
-    else:
-        response = raw("DELETE", f"/messages/{message_id}/reactions", query=fields)
-    assert_success(response)
+    assert_success(send_in(raw, where, "DELETE", f"/messages/{message_id}/reactions", fields))
     assert reaction_names(live, message_id) == []
 
 
