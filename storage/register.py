@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from storage import (
@@ -151,7 +150,7 @@ def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> di
     return {"subscriptions": subscribed, "unsubscribed": unsubscribed, "never_subscribed": never}
 
 
-# (event type, state key, value) of the features this server lacks.
+# (event type, state key, type of its empty value) of the features this server lacks.
 NOTHING_TO_SHOW: tuple[tuple[str, str, Any], ...] = (
     ("muted_users", "muted_users", list), ("realm_domains", "realm_domains", list),
     ("realm_playgrounds", "realm_playgrounds", list), ("default_stream_groups", "realm_default_stream_groups", list),
@@ -186,25 +185,22 @@ def _user_and_realm_state(
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
         state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
     if want("default_streams"):
-        state["realm_default_streams"] = [
-            channel_object(tx, channel, tx.now)
-            for channel in map(partial(get_channel_by_id, tx), channels.default_channel_ids(tx))
-            if channel is not None and has_metadata_access(tx, user, channel)
-        ]
+        state["realm_default_streams"] = visible_channels(tx, user, channels.default_channel_ids(tx))
     if want("stream"):
-        state["streams"] = visible_channels(tx, user)
+        active = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
+        state["streams"] = visible_channels(tx, user, active)
     # Features this server does not have: no muted users, realm domains, code playgrounds, default
     # channel groups, embedded or incoming-webhook bots, user statuses or onboarding steps.
     for kind, key, value in NOTHING_TO_SHOW:
         if want(kind):
-            state[key] = value() if callable(value) else value
+            state[key] = value()
     return state
 
 
-def visible_channels(tx: Tx, user: users.User) -> list[dict[str, Any]]:
-    """The `streams` state: every active channel the user may know of, by name."""
+def visible_channels(tx: Tx, user: users.User, channel_ids: list[int]) -> list[dict[str, Any]]:
+    """The channel objects, in the order given, of those of these channels the user may know of."""
     result = []
-    for channel_id in tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name"):
+    for channel_id in channel_ids:
         channel = get_channel_by_id(tx, channel_id)
         if channel is not None and has_metadata_access(tx, user, channel):
             result.append(channel_object(tx, channel, tx.now))
