@@ -38,10 +38,7 @@ def message_history(tx: Tx, user: User, message_id: int, allow_empty_topic_name:
     content, rendered, topic = row["content"], row["rendered_content"], row["topic"]
     snapshots: list[dict[str, Any]] = []
     for edit in raw:  # newest first: walk back from the current state
-        snapshot: dict[str, Any] = {
-            "content": content, "rendered_content": rendered, "timestamp": edit["timestamp"],
-            "topic": topic, "user_id": edit["user_id"],
-        }  # fmt: skip
+        snapshot = _snapshot(content, rendered, edit["timestamp"], topic, edit["user_id"])
         if "prev_topic" in edit:
             topic = snapshot["prev_topic"] = edit["prev_topic"]
         if "prev_content" in edit:
@@ -51,15 +48,7 @@ def message_history(tx: Tx, user: User, message_id: int, allow_empty_topic_name:
         if "prev_stream" in edit:
             snapshot["prev_stream"], snapshot["stream"] = edit["prev_stream"], edit["stream"]
         snapshots.append(snapshot)
-    snapshots.append(
-        {
-            "content": content,
-            "rendered_content": rendered,
-            "timestamp": row["date_sent"],
-            "topic": topic,
-            "user_id": row["sender_id"],
-        }  # fmt: skip
-    )
+    snapshots.append(_snapshot(content, rendered, row["date_sent"], topic, row["sender_id"]))
     if row["channel_id"] is not None:
         for snapshot in snapshots:
             for key in ("topic", "prev_topic"):
@@ -67,6 +56,17 @@ def message_history(tx: Tx, user: User, message_id: int, allow_empty_topic_name:
                     snapshot[key] = display_topic(snapshot[key], allow_empty_topic_name)
     snapshots.reverse()
     return snapshots
+
+
+def _snapshot(content: str, rendered: str, timestamp: int, topic: str, user_id: int) -> dict[str, Any]:
+    """The keys every snapshot has: the message after an edit (or as sent), and who made it when."""
+    return {
+        "content": content,
+        "rendered_content": rendered,
+        "timestamp": timestamp,
+        "topic": topic,
+        "user_id": user_id,
+    }
 
 
 def highlight_html_differences(before: str, after: str) -> str:
