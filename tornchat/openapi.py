@@ -8,6 +8,7 @@ tests/test_openapi.py compares with a fresh document; GET /api/v1/openapi.json s
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import os
@@ -260,17 +261,12 @@ def render(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-_served: bytes | None = None
-
-
+@functools.cache
 def served_document() -> bytes:
     """The document of tornchat's own routes, built on first use."""
-    global _served
-    if _served is None:
-        from tornchat.app import ROUTES  # app.py imports this module for its route
+    from tornchat.app import ROUTES  # app.py imports this module for its route
 
-        _served = render(generate(ROUTES)).encode()
-    return _served
+    return render(generate(ROUTES)).encode()
 
 
 class OpenApiHandler(BaseHandler):
