@@ -159,10 +159,9 @@ def deactivate_realm_emoji(tx: Tx, user: User, name: str) -> None:
     _publish(tx)
 
 
-def get_image(tx: Tx, file_name: str) -> tuple[str, str] | None:
-    """Return (file name, content type) of a stored emoji image (active or not), or None."""
-    row = tx.one("SELECT file_name, content_type FROM realm_emoji WHERE file_name = ?", (file_name,))
-    return None if row is None else (row["file_name"], row["content_type"])
+def get_image_content_type(tx: Tx, file_name: str) -> str | None:
+    """Return the content type of a stored emoji image (active or not), or None when no emoji names it."""
+    return tx.value("SELECT content_type FROM realm_emoji WHERE file_name = ?", (file_name,))
 
 
 def _publish(tx: Tx) -> None:

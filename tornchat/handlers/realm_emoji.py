@@ -44,15 +44,15 @@ class RealmEmojiImageHandler(BaseHandler):
     requires_auth = False
 
     def get(self, realm_id: str, file_name: str) -> None:
-        found = None
+        content_type = None
         if int(realm_id) == realm_emoji.REALM_ID and realm_emoji.FILE_NAME.fullmatch(file_name):
-            found = self.server.db.read(realm_emoji.get_image, file_name)
+            content_type = self.server.db.read(realm_emoji.get_image_content_type, file_name)
         path = os.path.join(self.server.settings.data_dir, realm_emoji.EMOJI_FOLDER, file_name)
-        if found is None or not os.path.isfile(path):
+        if content_type is None or not os.path.isfile(path):
             raise tornado.web.HTTPError(404)
         with open(path, "rb") as image:
             data = image.read()
-        self.set_header("Content-Type", found[1])
+        self.set_header("Content-Type", content_type)
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Content-Security-Policy", "default-src 'none'")
         self.set_header("Cache-Control", "public, max-age=86400")  # a file name is never reused
