@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from storage.messages import LOCAL, RAW_CONTENT, SENDER_INFO
+from storage.narrow import topic_operand
 from storage.presence import presence_event_form
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
+from storage.topics import RESOLVED_PREFIX
 from storage.users import VISIBLE_TO_ROLE
 
 if TYPE_CHECKING:
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 # USER_FLAGS ({user_id: [flag names]}) lets one event carry every recipient's flags instead of one
 # event per distinct flag set.
 USER_FLAGS = "_user_flags"
-RESOLVED_PREFIX = "✔ "
 # What holding one event costs a queue besides its body, which queues share: the queue's entry
 # (event id, body reference, size) in its deque. Measured with tracemalloc: about 135 bytes.
 EVENT_OVERHEAD = 128
@@ -168,8 +169,7 @@ def _term_matches(queue: EventQueue, operator: str, operand: str, message: dict[
         named = str(message["display_recipient"]).lower() == operand.lower()
         return is_channel and (named or operand == str(message.get("stream_id")))
     if operator == "topic":
-        topic = "" if operand == EMPTY_TOPIC_DISPLAY_NAME else operand
-        return is_channel and message["subject"].lower() == topic.lower()
+        return is_channel and message["subject"].lower() == topic_operand(operand).lower()
     if operator == "sender":
         return operand.lower() == message["sender_email"].lower() or operand == str(message["sender_id"])
     if operator in ("dm", "pm-with", "pm_with"):
