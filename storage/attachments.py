@@ -154,14 +154,14 @@ def can_read(tx: Tx, user: User, row: Any) -> bool:
 
 def access_upload(tx: Tx, user: User, path_id: str) -> Any:
     """Return the attachment row of a path_id the user may read; "File not found." (404) otherwise."""
-    row = tx.one("SELECT * FROM attachments WHERE path_id = ?", (path_id,))
+    row = get_upload(tx, path_id)
     if row is None or not can_read(tx, user, row):
         raise file_not_found()
     return row
 
 
 def get_upload(tx: Tx, path_id: str) -> Any:
-    """Return the attachment row of a path_id, or None (for temporary URLs, already authorized)."""
+    """Return the attachment row of a path_id, or None (no permission check: callers make their own)."""
     return tx.one("SELECT * FROM attachments WHERE path_id = ?", (path_id,))
 
 
@@ -187,7 +187,7 @@ def claim_attachments(tx: Tx, sender: User, message_id: int, rendered_html: str)
     if "user_uploads/" not in rendered_html:
         return
     for path_id in linked_path_ids(rendered_html):
-        row = tx.one("SELECT * FROM attachments WHERE path_id = ?", (path_id,))
+        row = get_upload(tx, path_id)
         if row is None or not can_read(tx, sender, row):
             continue
         cursor = tx.execute(
