@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 
 from storage.db import connect
+from storage.upload_files import UPLOADS
 
 FORMAT = 1
 MANIFEST = "tornchat-backup.json"
@@ -30,7 +31,6 @@ MANIFEST = "tornchat-backup.json"
 DATABASE = "tornchat.sqlite3"
 ZULIPRC = "zuliprc"
 CONFIG = "tornchat.toml"
-UPLOADS = "uploads"
 # gzip's own default: tarfile's 9 took three times as long (21 s, not 6.5 s) on a 191 MB database
 # for an archive 4% smaller.
 COMPRESS_LEVEL = 6
