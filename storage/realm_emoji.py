@@ -31,7 +31,6 @@ _IMAGE_TYPES = (
     (lambda head: head.startswith(b"\xff\xd8\xff"), "image/jpeg", ".jpg"),
     (lambda head: head[:4] == b"RIFF" and head[8:12] == b"WEBP", "image/webp", ".webp"),
 )
-EXTENSION_TYPES = {extension: content_type for _, content_type, extension in _IMAGE_TYPES}
 # A stored file's name: what store_image writes, so a request path can be checked against it.
 FILE_NAME = re.compile(r"[0-9a-f]{32}\.(?:png|gif|jpg|webp)")
 _VALID_NAME = re.compile(r"[0-9a-z\-_]+(?<![\-_])")
