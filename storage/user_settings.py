@@ -79,8 +79,6 @@ def realm_user_settings_defaults(tx: Tx) -> dict[str, Any]:
 def check_setting(name: str, value: Any) -> Any:
     """Return the value if the setting allows it; raise Zulip's error otherwise (types are checked at the edge)."""
     setting = SETTINGS[name]
-    if name == "default_language" and value not in LANGUAGES:
-        raise ApiError("Invalid default_language")
     if name == "notification_sound" and value not in setting.choices:  # type: ignore[operator]
         raise ApiError(f"Invalid notification sound '{value}'")
     if name == "email_notifications_batching_period_seconds" and not 0 < value <= MAX_BATCHING_PERIOD_SECONDS:
