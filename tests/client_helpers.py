@@ -11,6 +11,7 @@ import itertools
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -83,9 +84,9 @@ class Tmux:
 
     def start(self, command: list[str], cwd: str, env: dict[str, str], stderr: str | None = None) -> None:
         """Run the command in the session; stderr: a file for what it writes there (else the screen)."""
-        shell_command = " ".join(_quote(part) for part in command)
+        shell_command = " ".join(shlex.quote(part) for part in command)
         if stderr is not None:
-            shell_command += " 2>" + _quote(stderr)
+            shell_command += " 2>" + shlex.quote(stderr)
         size = ["-x", str(self.width), "-y", str(self.height)]
         environment = [item for name, value in env.items() for item in ("-e", f"{name}={value}")]
         result = self._tmux("new-session", "-d", "-s", "client", *size, "-c", cwd, *environment, shell_command)
@@ -122,12 +123,6 @@ class Tmux:
     def close(self) -> None:
         if self.started:
             self._tmux("kill-server")
-
-
-def _quote(part: str) -> str:
-    import shlex
-
-    return shlex.quote(part)
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout: float = CLIENT_TIMEOUT) -> Any:
