@@ -12,7 +12,6 @@ from typing import Any
 import msgspec
 
 DISPLAY_LEGACY, NOTIFICATION_LEGACY, MODERN, MODERN_NOTIFICATION = "display", "notification", "modern", "modern_n"
-NOTIFICATION_GROUPS = (NOTIFICATION_LEGACY, MODERN_NOTIFICATION)
 
 
 class Setting(msgspec.Struct, frozen=True):
