@@ -9,7 +9,7 @@ import tarfile
 import pytest
 import requests
 
-from storage import groups
+from storage import groups, realm_emoji
 from storage.backup import create_backup
 from storage.db import migrate
 from storage.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
@@ -123,6 +123,21 @@ def test_name_rules(live, name, msg):
 def test_spaces_become_underscores(live):
     assert_success(upload(live.owner, "green%20tick"))
     assert by_name(live.owner, "green_tick")["name"] == "green_tick"
+
+
+def test_an_upload_that_loses_the_race_for_its_name_leaves_no_image(live, monkeypatch):
+    # The check before the image is written passes; another upload of the name is recorded before
+    # this one's transaction, which then refuses: the image already written must be removed.
+    record = realm_emoji.upload_realm_emoji
+
+    def record_after_a_rival(tx, user, name, *args):
+        tx.execute("INSERT INTO realm_emoji (name, author_id) VALUES (?, ?)", (name, user.id))
+        return record(tx, user, name, *args)
+
+    monkeypatch.setattr(realm_emoji, "upload_realm_emoji", record_after_a_rival)
+    assert_error(upload(live.owner, "contested"), "A custom emoji with this name already exists.")
+    folder = os.path.join(live.settings.data_dir, "uploads", "emoji")
+    assert os.listdir(folder) == []
 
 
 def test_upload_errors(live):
