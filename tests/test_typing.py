@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.typing_notifications import DECLINED_SQL
 from tests.channel_helpers import make_channel, set_channel_group
 from tests.events_helpers import events_now, of_type, register
 from tests.helpers import assert_error, assert_success, events_since
@@ -202,3 +203,9 @@ def test_zulip_client_sets_typing_status(live, zulip_client):
     count = len(live.events())
     assert zulip_client.set_typing_status({"op": "start", "to": [alice.id]})["result"] == "success"
     assert typing_events(live, count)[0][1] == [alice.id]
+
+
+def test_declined_receivers_query_plan(live):
+    """Who of the audience declined typing notifications: one primary-key lookup per audience member."""
+    plan = live.read(lambda tx: [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + DECLINED_SQL, ("[1, 2]",))])
+    assert plan[0] == "SEARCH user_settings USING PRIMARY KEY (user_id=? AND name=?)"
