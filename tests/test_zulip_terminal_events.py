@@ -20,7 +20,7 @@ import pytest
 
 from tests.channel_helpers import make_channel, subscribe, unsubscribe
 from tests.client_helpers import Driver, access_log
-from tests.events_helpers import events_now, of_type, register
+from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
 from tests.helpers import Client, assert_success
 from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
@@ -41,7 +41,7 @@ def bob(live) -> Client:
 @pytest.fixture
 def general(live, bob) -> int:
     channel_id = make_channel(live, "general", [live.owner.id, bob.id])
-    send(bob, "general", "lunch", "lunch at noon")
+    send_stream(bob, "general", "lunch at noon", topic="lunch")
     return channel_id
 
 
@@ -52,11 +52,6 @@ def model(live, general, tmp_path) -> Iterator[Driver]:
         yield driver
     finally:
         driver.close()
-
-
-def send(client: Client, channel: str, topic: str, content: str) -> int:
-    body = {"type": "stream", "to": channel, "topic": topic, "content": content}
-    return assert_success(client.post("/messages", body))["id"]
 
 
 def types_of(results: list[dict[str, Any]]) -> list[str]:
@@ -72,8 +67,8 @@ def test_new_messages_of_every_kind_are_indexed(model, live, bob):
         "hi @**Owner** :wave: **bold** `code` [a link](https://example.com) <time:2026-01-01T10:00:00Z>\n"
         "> quoted\n\n```spoiler Hidden\nsecret\n```\n\n```python\nprint(1)\n```"
     )
-    rich = send(bob, "general", "lunch", content)
-    direct = assert_success(bob.post("/messages", {"type": "direct", "to": [live.owner.id], "content": "psst"}))["id"]
+    rich = send_stream(bob, "general", content, topic="lunch")
+    direct = send_direct(bob, [live.owner.id], "psst")
     results = model.poll()
     assert types_of(results) == ["message", "message"]
     messages = model.state()["messages"]
@@ -82,7 +77,7 @@ def test_new_messages_of_every_kind_are_indexed(model, live, bob):
 
 @pytest.mark.client
 def test_edits_and_moves_reach_its_index(model, live, bob, general):
-    message_id = send(bob, "general", "lunch", "at noon")
+    message_id = send_stream(bob, "general", "at noon", topic="lunch")
     other = make_channel(live, "design", [live.owner.id, bob.id])
     assert_success(bob.patch(f"/messages/{message_id}", {"content": "at one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "dinner", "propagate_mode": "change_all"}))
@@ -99,7 +94,7 @@ def test_edits_and_moves_reach_its_index(model, live, bob, general):
 def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general):
     # zulip-terminal has no empty_topic_name capability: the empty topic is "general chat" in every
     # event, a move's orig_subject and subject too, as in its messages (Zulip's event_queue.py).
-    message_id = send(bob, "general", "", "in general chat")
+    message_id = send_stream(bob, "general", "in general chat", topic="")
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
     results = model.poll()
@@ -112,7 +107,7 @@ def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob
 @pytest.mark.parametrize(("capabilities", "topic"), [({}, "general chat"), ({"empty_topic_name": True}, "")])
 def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, general, capabilities, topic):
     queue_id = register(live.owner, client_capabilities=capabilities)["queue_id"]
-    message_id = send(bob, "general", "", "in general chat")
+    message_id = send_stream(bob, "general", "in general chat", topic="")
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
     assert_success(live.owner.delete(f"/messages/{message_id}"))
@@ -140,7 +135,7 @@ def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, gene
 
 @pytest.mark.client
 def test_reactions_from_others_and_from_the_user(model, live, bob, general):
-    message_id = send(bob, "general", "lunch", "react to me")
+    message_id = send_stream(bob, "general", "react to me", topic="lunch")
     model.poll()
     url = f"/messages/{message_id}/reactions"
     for client, name in ((bob, "big_smile"), (live.owner, "heart_box"), (bob, "octopus")):
@@ -153,7 +148,7 @@ def test_reactions_from_others_and_from_the_user(model, live, bob, general):
 
 @pytest.mark.client
 def test_stars_and_read_flags(model, live, bob, general):
-    first, second = (send(bob, "general", "lunch", text) for text in ("one", "two"))
+    first, second = (send_stream(bob, "general", text, topic="lunch") for text in ("one", "two"))
     model.poll()
     assert_success(live.owner.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
     assert_success(live.owner.post("/messages/flags", {"messages": [first, second], "op": "add", "flag": "read"}))
@@ -342,7 +337,7 @@ def test_it_takes_events_in_while_it_runs(terminal, access_log, tmp_path):
     set_property(live.owner, terminal.general, "pin_to_top", True)
     carol = live.make_user(email="carol@example.com", full_name="Carol")
     assert_success(subscribe(carol, ["general"]))
-    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "lunch", "content": "done"}))
+    send_stream(bob, "general", "done", topic="lunch")
     tmux.wait_for("done")
     assert_no_exception(terminal, access_log, tmp_path)
 
