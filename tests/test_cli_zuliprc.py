@@ -82,6 +82,18 @@ def test_first_serve_without_a_terminal_writes_the_password_to_a_private_file(tm
     assert any(line.startswith("Created organization") for line in lines)
 
 
+def test_a_leftover_password_file_is_made_private_again(tmp_path):
+    data_dir = tmp_path / "fresh"
+    data_dir.mkdir()
+    path = data_dir / "owner-password"
+    path.write_text("old\n")
+    path.chmod(0o644)
+    with serving("--data-dir", str(data_dir), "--port", str(free_port())):
+        pass
+    assert path.read_text().strip() != "old"
+    assert os.stat(path).st_mode & 0o777 == 0o600
+
+
 def test_the_log_names_the_password_file_and_never_the_password(tmp_path):
     data_dir = str(tmp_path / "fresh")
     process = subprocess.Popen(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import configparser
 import os
+from typing import TextIO
 
 from storage import groups, users
 from storage import realm as realm_storage
@@ -57,10 +58,15 @@ def write_zuliprc(path: str, email: str, api_key: str, site: str) -> None:
     """Write the `[api]` file the zulip client reads, readable by its owner only."""
     config = configparser.ConfigParser()
     config["api"] = {"email": email, "key": api_key, "site": site}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open: it holds a key now
-    with os.fdopen(fd, "w") as handle:
+    with open_private(path) as handle:
         config.write(handle)
+
+
+def open_private(path: str) -> TextIO:
+    """Open path for writing (truncated), readable by its owner only: for files holding a secret."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through os.open: it holds a secret now
+    return os.fdopen(fd, "w")
 
 
 def apply_settings(settings: Settings) -> None:

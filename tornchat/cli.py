@@ -274,14 +274,15 @@ def _ssl_context(settings: Settings) -> ssl.SSLContext | None:
 
 def _tell_owner_password(settings: Settings, password: str, from_environment: bool) -> None:
     """Show a generated owner password on the terminal, never in a log: a file (mode 600) when not on one."""
+    from tornchat.bootstrap import open_private
+
     if from_environment:
         print("The owner's password is the one TORNCHAT_OWNER_PASSWORD gave.", flush=True)
     elif sys.stdout.isatty():
         print(f"The owner's password (shown once, not logged): {password}", flush=True)
     else:
         path = os.path.join(settings.data_dir, OWNER_PASSWORD_FILE)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
+        with open_private(path) as handle:
             handle.write(password + "\n")
         logging.getLogger("tornchat").info(
             "The owner's password is in %s (readable by its owner only)", os.path.abspath(path)
