@@ -165,6 +165,17 @@ def test_a_public_onlooker_gets_its_own_flags_without_touching_the_shared_body()
     assert [e["flags"] for e in bystander.events] == [[]], "the other onlooker keeps its copy"
 
 
+def test_an_onlooker_copy_given_its_flags_is_charged_its_new_size():
+    queues = EventQueues(FakeClock())
+    watcher = queues.create(1, all_public_streams=True)
+    event = {**message(100), "_public_channel": True}
+    publish(queues, {**event, "flags": []}, [3])
+    publish(queues, {**event, "flags": ["mentioned", "has_alert_word"]}, [1])
+    [(_, body, size)] = watcher.entries
+    assert body["flags"] == ["mentioned", "has_alert_word"]
+    assert size == event_size(body) and watcher.size == size
+
+
 # -- the saved file -----------------------------------------------------------------------------
 
 

@@ -139,16 +139,17 @@ class EventQueue:
         self.size += size - last_size
         return True
 
-    def replace(self, body: dict[str, Any], new_body: dict[str, Any] | None) -> None:
-        """Put new_body in place of a queued body (found by identity), or drop the event if None."""
+    def replace(self, body: dict[str, Any], new: tuple[dict[str, Any], int] | None) -> None:
+        """Put a new (body, size) in place of a queued body (found by identity), or drop the event if None."""
         for index in range(len(self.entries) - 1, -1, -1):
             event_id, queued, size = self.entries[index]
             if queued is body:
-                if new_body is None:
+                if new is None:
                     del self.entries[index]
                     self.size -= size
                 else:
-                    self.entries[index] = (event_id, new_body, size)
+                    self.entries[index] = (event_id, *new)
+                    self.size += new[1] - size
                 return
 
     def acknowledge(self, last_event_id: int) -> None:
@@ -280,7 +281,7 @@ class EventQueues:
             if recipient and copy is not None:
                 queue.onlooker_copy = None
                 keep = matches_narrow(queue, event["message"], flags)
-                queue.replace(copy, fanout.form(queue, flags)[0] if keep else None)
+                queue.replace(copy, fanout.form(queue, flags) if keep else None)
             return
         if not matches_narrow(queue, event["message"], flags):
             return
