@@ -18,6 +18,7 @@ import pytest
 
 from tests.channel_helpers import make_channel
 from tests.client_helpers import Tmux, access_log, wait_until, zulip_term_path
+from tests.events_helpers import send_direct, send_stream
 from tests.helpers import Client, LiveServer, assert_success
 from tornchat.bootstrap import write_zuliprc
 
@@ -50,16 +51,11 @@ def seed(live: LiveServer) -> tuple[Client, int, int]:
     bob = live.make_user(email="bob@example.com", full_name="Bob Builder")
     general = make_channel(live, "general", [live.owner.id, bob.id])
     make_channel(live, "design", [live.owner.id, bob.id])
-
-    def send(to: str, topic: str, content: str) -> int:
-        body = {"type": "stream", "to": to, "topic": topic, "content": content}
-        return assert_success(bob.post("/messages", body))["id"]
-
-    edited = send("general", "lunch", "lunch at noon")
+    edited = send_stream(bob, "general", "lunch at noon", topic="lunch")
     assert_success(bob.patch(f"/messages/{edited}", {"content": "lunch at one"}))
-    send("general", "lunch", "the usual place")
-    send("design", "logo", "the logo is **blue**")
-    assert_success(bob.post("/messages", {"type": "direct", "to": [live.owner.id], "content": "hello owner"}))
+    send_stream(bob, "general", "the usual place", topic="lunch")
+    send_stream(bob, "design", "the logo is **blue**", topic="logo")
+    send_direct(bob, [live.owner.id], "hello owner")
     return bob, general, edited
 
 
@@ -160,10 +156,9 @@ def test_nothing_it_asks_for_at_startup_fails(terminal, access_log):
 
 def test_it_shows_a_message_another_user_sends_while_it_runs(terminal, access_log):
     terminal.tmux.wait_for("# design")
-    body = {"type": "stream", "to": "design", "topic": "logo", "content": "or maybe green"}
-    assert_success(terminal.bob.post("/messages", body))
+    send_stream(terminal.bob, "design", "or maybe green", topic="logo")
     terminal.tmux.wait_for("or maybe green")
-    assert_success(terminal.bob.post("/messages", {"type": "direct", "to": [1], "content": "are you there?"}))
+    send_direct(terminal.bob, [1], "are you there?")
     terminal.tmux.wait_for("are you there?")
 
 
@@ -249,8 +244,7 @@ def test_it_downloads_a_file_another_user_linked(terminal, access_log, tmp_path)
     part = ("notes.txt", b"minutes of the meeting\n", "text/plain")
     response = terminal.bob.session.post(terminal.live.base_url + "/api/v1/user_uploads", files={"file": part})
     url = assert_success(response)["url"]
-    body = {"type": "stream", "to": "design", "topic": "logo", "content": f"the notes: [notes.txt]({url})"}
-    assert_success(terminal.bob.post("/messages", body))
+    send_stream(terminal.bob, "design", f"the notes: [notes.txt]({url})", topic="logo")
     tmux = terminal.tmux
     tmux.wait_for("the notes: notes.txt")
     terminal.open_messages()
@@ -351,8 +345,8 @@ def assert_no_errors_but_typing(terminal: Terminal, log) -> None:  # type: ignor
 
 def test_it_hides_a_muted_topic(live, tmp_path, access_log):
     bob, general, _ = seed(live)
-    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "noise", "content": "blah blah"}))
-    assert_success(bob.post("/messages", {"type": "stream", "to": "general", "topic": "lunch", "content": "after it"}))
+    send_stream(bob, "general", "blah blah", topic="noise")
+    send_stream(bob, "general", "after it", topic="lunch")
     request = {"stream_id": general, "topic": "noise", "visibility_policy": 1}
     assert_success(live.owner.post("/user_topics", request))
     with running_terminal(live, tmp_path, access_log) as tmux:
