@@ -19,7 +19,7 @@ from storage.errors import ApiError
 from storage.message_access import access_message
 from storage.message_fetch import Anchor, FetchRequest, anchor_value, parse_anchor, rewrite_with, select_range
 from storage.narrow import MUTED_SQL, Query, build_query, parse_narrow
-from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
+from storage.topics import stored_topic
 from storage.users import User
 
 # Every flag the API knows (is_private is internal); only flags.EDITABLE may be changed.
@@ -249,7 +249,7 @@ def mark_topic_as_read(tx: Tx, user: User, stream_id: int, topic_name: str) -> i
     recipient_id = recipients.get_recipient(tx, recipients.CHANNEL, channel.id)
     if not topic_name:
         return 0 if recipient_id is None else len(_mark_read(tx, user, CHANNEL_UNREAD, [recipient_id]))
-    key = topic_key("" if topic_name == EMPTY_TOPIC_DISPLAY_NAME else topic_name)
+    key = topic_key(stored_topic(topic_name))
     if recipient_id is None or tx.one(USER_HAS_TOPIC, (user.id, recipient_id, key)) is None:
         raise ApiError(f"No such topic '{topic_name}'")
     return len(_mark_read(tx, user, TOPIC_UNREAD, [recipient_id, key]))

@@ -30,9 +30,9 @@ from storage.channels import (
 )
 from storage.db import Tx, topic_key
 from storage.errors import ApiError
-from storage.realm import EMPTY_TOPIC_DISPLAY_NAME, get_realm
+from storage.realm import get_realm
 from storage.search_highlight import fts_query, search_terms
-from storage.topics import RESOLVED_PREFIX
+from storage.topics import RESOLVED_PREFIX, stored_topic
 from storage.users import User, get_user_by_api_email, get_user_by_id
 
 CHANNEL_OPERATORS = {"channel", "stream"}
@@ -334,14 +334,9 @@ def _channels(b: _Builder, term: Term) -> None:
         b.history = not b.user.is_guest
 
 
-def topic_operand(operand: str) -> str:
-    """The stored topic a topic operand names: the empty topic's display name means ""."""
-    return "" if operand == EMPTY_TOPIC_DISPLAY_NAME else operand
-
-
 def _topic(b: _Builder, term: Term) -> None:
     b.conversation_kind("channel", term.negated)
-    key = topic_key(topic_operand(term.operand))
+    key = topic_key(stored_topic(term.operand))
     b.query.add("m.channel_id IS NOT NULL AND m.topic_key = ?", [key], term.negated)
     if not term.negated and b.topic_key is None:
         b.topic_key = key

@@ -49,3 +49,9 @@ def topic_exists(tx: Tx, recipient_id: int | None, topic: str) -> bool:
 def display_topic(topic: str, allow_empty_topic_name: bool) -> str:
     """Return a topic as clients see it: "" becomes the realm's display name unless allowed."""
     return topic if topic or allow_empty_topic_name else EMPTY_TOPIC_DISPLAY_NAME
+
+
+def stored_topic(topic: str) -> str:
+    """The stored topic a client's topic names: the empty topic's display name means "" (Zulip's
+    maybe_rename_general_chat_to_empty_topic)."""
+    return "" if topic == EMPTY_TOPIC_DISPLAY_NAME else topic

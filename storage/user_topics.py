@@ -14,8 +14,7 @@ from typing import Any
 from storage.channels import Channel, get_channel_by_id, get_channel_by_name, has_content_access
 from storage.db import Tx, topic_key
 from storage.errors import ApiError, missing_argument
-from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
-from storage.topics import display_topic
+from storage.topics import display_topic, stored_topic
 from storage.users import User
 
 INHERIT, MUTED, UNMUTED, FOLLOWED = 0, 1, 2, 3
@@ -63,11 +62,6 @@ def get_visibility_policy(tx: Tx, user_id: int, channel_id: int, topic: str) -> 
         (user_id, channel_id, topic_key(topic)),
     )
     return INHERIT if policy is None else int(policy)
-
-
-def stored_topic(topic: str) -> str:
-    """Clients may name the empty topic by its display name (Zulip's maybe_rename_general_chat_to_empty_topic)."""
-    return "" if topic == EMPTY_TOPIC_DISPLAY_NAME else topic
 
 
 def set_visibility_policy(tx: Tx, user: User, channel: Channel, topic: str, policy: int) -> None:

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from storage.messages import LOCAL, RAW_CONTENT, SENDER_INFO
-from storage.narrow import topic_operand
 from storage.presence import presence_event_form
 from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
-from storage.topics import RESOLVED_PREFIX
+from storage.topics import RESOLVED_PREFIX, stored_topic
 from storage.users import VISIBLE_TO_ROLE
 
 if TYPE_CHECKING:
@@ -169,7 +168,7 @@ def _term_matches(queue: EventQueue, operator: str, operand: str, message: dict[
         named = str(message["display_recipient"]).lower() == operand.lower()
         return is_channel and (named or operand == str(message.get("stream_id")))
     if operator == "topic":
-        return is_channel and message["subject"].lower() == topic_operand(operand).lower()
+        return is_channel and message["subject"].lower() == stored_topic(operand).lower()
     if operator == "sender":
         return operand.lower() == message["sender_email"].lower() or operand == str(message["sender_id"])
     if operator in ("dm", "pm-with", "pm_with"):
