@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import tornado.web
 
@@ -9,16 +11,17 @@ from storage import realm_settings
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
-
-class UpdateRealm(msgspec.Struct, kw_only=True):
-    # Limits are seconds or "unlimited": JSON (Zulip's Json[int | str]), or the bare word as the zulip
-    # package sends a string; storage.realm_settings.parse_time_limit checks them.
-    allow_message_editing: bool | None = None
-    message_content_edit_limit_seconds: str | None = None
-    allow_edit_history: bool | None = None
-    message_content_delete_limit_seconds: str | None = None
-    move_messages_within_stream_limit_seconds: str | None = None
-    move_messages_between_streams_limit_seconds: str | None = None
+# One optional field per setting of storage.realm_settings.RealmSettings. Limits are seconds or
+# "unlimited": JSON (Zulip's Json[int | str]), or the bare word as the zulip package sends a string;
+# storage.realm_settings.parse_time_limit checks them.
+UpdateRealm: Any = msgspec.defstruct(
+    "UpdateRealm",
+    [
+        (name, (str if name in realm_settings.TIME_LIMITS else bool) | None, None)
+        for name in realm_settings.RealmSettings.__struct_fields__
+    ],
+    kw_only=True,
+)
 
 
 def time_limit(raw: str) -> int | str:
@@ -38,8 +41,11 @@ class RealmHandler(BaseHandler):
 
     def patch(self) -> None:
         p = self.parse()
-        changes = {k: v for k, v in msgspec.structs.asdict(p).items() if v is not None}
-        changes.update({k: time_limit(v) for k, v in changes.items() if k in realm_settings.TIME_LIMITS})
+        changes = {
+            name: time_limit(value) if name in realm_settings.TIME_LIMITS else value
+            for name, value in msgspec.structs.asdict(p).items()
+            if value is not None
+        }
         self.respond(self.server.db.write(realm_settings.update_realm_settings, self.user, changes))
 
 
