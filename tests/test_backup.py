@@ -165,6 +165,27 @@ def test_restore_refuses_a_damaged_database(tmp_path):
     assert [name for name in os.listdir(tmp_path) if name.startswith(".tornchat")] == []
 
 
+@pytest.mark.parametrize(
+    ("manifest", "error"),
+    [
+        ('{"format": 2, "created_at": 0, "files": []}', "has backup format 2; this tornchat reads 1"),
+        ('{"format": 1, "files": []}', "has an unreadable tornchat-backup.json: 'created_at'"),
+        ("not json", "has an unreadable tornchat-backup.json: Expecting value: line 1 column 1 (char 0)"),
+    ],
+)
+def test_restore_refuses_an_unknown_manifest(tmp_path, manifest, error):
+    archive = str(tmp_path / "other.tar.gz")
+    (tmp_path / "tornchat-backup.json").write_text(manifest)
+    (tmp_path / "tornchat.sqlite3").write_bytes(b"")
+    with tarfile.open(archive, "w:gz") as opened:
+        opened.add(str(tmp_path / "tornchat-backup.json"), "tornchat-backup.json")
+        opened.add(str(tmp_path / "tornchat.sqlite3"), "tornchat.sqlite3")
+    with pytest.raises(backup.BackupError) as raised:
+        backup.restore_backup(archive, str(tmp_path / "restored"))
+    assert str(raised.value) == f"{archive} {error}"
+    assert not os.path.exists(tmp_path / "restored")
+
+
 def test_backup_refuses_a_copy_that_fails_its_checks(live, tmp_path):
     """A database with a broken reference is copied faithfully, and the backup then refuses it."""
 
