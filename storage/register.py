@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -81,7 +80,7 @@ def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[st
     rows = tx.all(UNREAD_SQL, (user_id, MAX_UNREAD_MESSAGES + 1))
     missing = len(rows) > MAX_UNREAD_MESSAGES
     rows = sorted(rows[:MAX_UNREAD_MESSAGES], key=lambda r: r["message_id"])
-    members = _conversation_members(tx, {r["recipient_id"] for r in rows if r["channel_id"] is None})
+    members = register_user.conversation_members(tx, {r["recipient_id"] for r in rows if r["channel_id"] is None})
     streams: dict[tuple[int, str], tuple[str, list[int]]] = {}  # (channel, topic_key): (topic, ids)
     pms: dict[int, list[int]] = {}
     huddles: dict[str, list[int]] = {}
@@ -117,18 +116,6 @@ def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[st
         ],
         "old_unreads_missing": missing,
     }
-
-
-def _conversation_members(tx: Tx, recipient_ids: set[int]) -> dict[int, list[int]]:
-    result: dict[int, list[int]] = {r: [] for r in recipient_ids}
-    rows = tx.all(
-        "SELECT r.id, g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
-        " WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.id, g.user_id",
-        (json.dumps(sorted(recipient_ids)),),
-    )
-    for row in rows:
-        result[row["id"]].append(row["user_id"])
-    return result
 
 
 def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> dict[str, Any]:

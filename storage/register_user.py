@@ -83,15 +83,24 @@ def recent_private_conversations(tx: Tx, user: User) -> list[dict[str, Any]]:
         " JOIN messages AS m ON m.id = um.message_id GROUP BY m.recipient_id ORDER BY max_id DESC",
         (user.id, flags.IS_PRIVATE, RECENT_CONVERSATIONS_LIMIT),
     )
-    members: dict[int, list[int]] = {row["recipient_id"]: [] for row in rows}
-    for row in tx.all(
+    members = conversation_members(tx, {row["recipient_id"] for row in rows})
+    return [
+        {"max_message_id": row["max_id"], "user_ids": [i for i in members[row["recipient_id"]] if i != user.id]}
+        for row in rows
+    ]
+
+
+def conversation_members(tx: Tx, recipient_ids: set[int]) -> dict[int, list[int]]:
+    """Return each direct-message recipient's member ids, ascending (one query for all of them)."""
+    result: dict[int, list[int]] = {r: [] for r in recipient_ids}
+    rows = tx.all(
         "SELECT r.id, g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
-        " WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY g.user_id",
-        (json.dumps(list(members)),),
-    ):
-        if row["user_id"] != user.id:
-            members[row["id"]].append(row["user_id"])
-    return [{"max_message_id": row["max_id"], "user_ids": members[row["recipient_id"]]} for row in rows]
+        " WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.id, g.user_id",
+        (json.dumps(sorted(recipient_ids)),),
+    )
+    for row in rows:
+        result[row["id"]].append(row["user_id"])
+    return result
 
 
 def starred_message_ids(tx: Tx, user: User) -> list[int]:
