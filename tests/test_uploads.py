@@ -373,6 +373,13 @@ def test_a_temporary_url_serves_without_credentials_for_a_minute(live):
     assert_error(requests.get(live.base_url + temporary), "Invalid token")
 
 
+def test_head_of_a_temporary_url_sends_headers_only(live):
+    temporary = temporary_url(live.owner, upload_ok(live.owner, "cat.png", b"png", "image/png")["url"])
+    response = requests.head(live.base_url + temporary)
+    assert response.status_code == 200 and response.content == b""
+    assert response.headers["Content-Type"] == "image/png" and response.headers["Content-Length"] == "3"
+
+
 def test_temporary_url_errors(live):
     url = upload_ok(live.owner, "cat.png", b"png")["url"]
     temporary = temporary_url(live.owner, url)
