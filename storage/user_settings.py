@@ -19,6 +19,7 @@ from storage.user_settings_definitions import (
     NOTIFICATION_LEGACY,
     NOTIFICATION_SOUNDS,
     SETTINGS,
+    USER_COLUMNS,
     defaults,
     emojiset_choices,
 )
@@ -42,8 +43,7 @@ def get_user_settings(tx: Tx, user: User) -> dict[str, Any]:
     for row in tx.all("SELECT name, value FROM user_settings WHERE user_id = ?", (user.id,)):
         if row["name"] in SETTINGS:
             values[row["name"]] = json.loads(row["value"])
-    values["enable_drafts_synchronization"] = user.enable_drafts_synchronization
-    values["email_address_visibility"] = user.email_address_visibility
+    values.update({name: getattr(user, name) for name in USER_COLUMNS})
     return values
 
 
