@@ -29,7 +29,6 @@ TIME_LIMITS = (
     "move_messages_within_stream_limit_seconds",
     "move_messages_between_streams_limit_seconds",
 )
-FLAGS = ("allow_message_editing", "allow_edit_history")
 # Settings whose events keep their historical update_dict form in Zulip.
 UPDATE_DICT_SETTINGS = ("allow_message_editing", "message_content_edit_limit_seconds")
 
