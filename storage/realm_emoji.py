@@ -8,13 +8,12 @@ that show it keep their image, and its name becomes free for a new emoji.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
 from typing import Any
 
-from storage import emoji, groups
+from storage import emoji, groups, upload_files
 from storage.db import Tx
 from storage.errors import ApiError
 from storage.realm import realm_group
@@ -22,6 +21,7 @@ from storage.users import User
 
 REALM_ID = 1  # one realm per database (realm.id is always 1)
 EMOJI_FOLDER = os.path.join("uploads", "emoji")  # inside the data directory
+EMOJI_PATH_PREFIX = "emoji/"  # the folder as upload_files names paths under uploads/
 MAX_EMOJI_FILE_SIZE_MIB = 5  # Zulip's MAX_EMOJI_FILE_SIZE_MIB
 # The image types Zulip accepts for custom emoji, recognised by their first bytes, never by the
 # client's claim: (signature test, content type, extension).
@@ -112,25 +112,17 @@ def check_upload(tx: Tx, user: User, name: str, files: list[bytes]) -> str:
 
 
 def store_image(data_dir: str, data: bytes) -> tuple[str, str]:
-    """Write checked image data under uploads/emoji/ (fsynced, renamed into place); return (file name, type)."""
+    """Write checked image data under uploads/emoji/ (staged, fsynced, renamed into place, as uploads
+    are); return (file name, type)."""
     content_type, extension = image_type(data)
-    folder = os.path.join(data_dir, EMOJI_FOLDER)
-    os.makedirs(folder, exist_ok=True)
     file_name = secrets.token_hex(16) + extension
-    path = os.path.join(folder, file_name)
-    partial = path + ".partial"
-    with open(partial, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(partial, path)
+    upload_files.install(data_dir, upload_files.stage(data_dir, data), EMOJI_PATH_PREFIX + file_name)
     return file_name, content_type
 
 
 def remove_image(data_dir: str, file_name: str) -> None:
     """Delete a stored image whose emoji was never recorded (a failed upload)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(os.path.join(data_dir, EMOJI_FOLDER, file_name))
+    upload_files.discard(upload_files.local_path(data_dir, EMOJI_PATH_PREFIX + file_name))
 
 
 def upload_realm_emoji(tx: Tx, user: User, name: str, files: list[bytes], file_name: str, content_type: str) -> int:
