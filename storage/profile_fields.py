@@ -7,7 +7,7 @@ import json
 import urllib.parse
 from typing import Any
 
-from storage import markdown
+from storage import groups, markdown
 from storage.db import Tx
 from storage.errors import ApiError
 
@@ -128,8 +128,7 @@ def create_field(
         " display_in_profile_summary, required, editable_by_user) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (name, hint, field_type, stored_data, order, display_in_profile_summary, required, editable_by_user),
     )
-    audience = tx.column("SELECT id FROM users WHERE is_active")
-    tx.publish({"type": "custom_profile_fields", "fields": list_fields(tx)}, audience)
+    tx.publish({"type": "custom_profile_fields", "fields": list_fields(tx)}, groups.active_user_ids(tx))
     return int(cursor.lastrowid or 0)
 
 
