@@ -46,6 +46,7 @@ from tornchat.handlers import (
     typing_notifications,
     uploads,
     user_topics,
+    web,
 )
 from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
@@ -210,6 +211,7 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
+    handlers += web.routes(server_state)  # the web client at / and /static/
     return tornado.web.Application(
         handlers,  # type: ignore[arg-type]
         default_handler_class=NotFoundHandler,
