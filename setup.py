@@ -13,7 +13,11 @@ setup(
     description="A self-hosted team chat server speaking the Zulip REST API, in one process and one SQLite file",
     python_requires=">=3.11",
     packages=find_packages(include=["tornchat", "tornchat.*", "storage", "storage.*", "scheduler", "scheduler.*"]),
-    package_data={"storage": ["migrations/*.sql", "schema.sql", "emoji_names.json"]},
+    package_data={
+        "storage": ["migrations/*.sql", "schema.sql", "emoji_names.json"],
+        # The web client, served as it is (no build step): every file under tornchat/web/static/.
+        "tornchat.web": ["static/*", "static/**/*"],
+    },
     install_requires=[
         "tornado>=6.4",
         "msgspec>=0.18",
@@ -32,6 +36,8 @@ setup(
             # storage/emoji_data_build.py's inputs: the test checks storage/emoji_names.json is current.
             "zulip-emoji-mapping==1.0.1",
             "regex>=2024.4",
+            # The web client's browser tests (tests/browser/) drive Debian's chromium; no browser download.
+            "playwright>=1.40",
         ],
     },
     entry_points={"console_scripts": ["tornchat=tornchat.cli:main"]},

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make dist`: build the two self-hosting artifacts from this checkout.
 #   dist/tornchat-<version>-linux-<arch>  PyInstaller one-file executable: the interpreter, every dependency,
-#                                         the migrations and the emoji table inside; needs no Python.
+#                                         the migrations, the emoji table and the web client inside; needs no Python.
 #   dist/tornchat-<version>.pyz           pex zipapp for a machine with CPython 3.11, 3.12 or 3.13 (on x86_64;
 #                                         on another architecture, for the building interpreter's version only).
 # The tools come from packaging/requirements.txt into build/venv; PYTHON picks the building interpreter
@@ -30,7 +30,7 @@ start=$(date +%s)
 # _cffi_backend: PyNaCl's compiled module imports it, which PyInstaller's analysis of Python code misses.
 (cd build && venv/bin/pyinstaller --onefile --noconfirm --clean --log-level WARN \
     --name "tornchat-$version-linux-$arch" --distpath ../dist --workpath pyinstaller --specpath pyinstaller \
-    --collect-data storage --hidden-import _cffi_backend ../packaging/entry.py)
+    --collect-data storage --collect-data tornchat.web --hidden-import _cffi_backend ../packaging/entry.py)
 echo "built $executable in $(($(date +%s) - start)) s"
 
 zipapp="dist/tornchat-$version.pyz"

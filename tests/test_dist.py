@@ -183,6 +183,17 @@ def _fetch(client: zulip.Client, message_id: int) -> dict:
     return message
 
 
+def _assert_web_client(site: str) -> None:
+    """The web client is inside the artifact: / names the hashed app.js, served as the checkout's file."""
+    with urllib.request.urlopen(site + "/", timeout=10) as response:
+        index = response.read().decode()
+    match = re.search(r'src="(/static/[0-9a-f]{16}/)app\.js"', index)
+    assert match, index
+    for name in ("app.js", "style.css", "admin.js"):
+        with urllib.request.urlopen(site + match[1] + name, timeout=10) as response:
+            assert response.read() == (Path(REPO) / "tornchat" / "web" / "static" / name).read_bytes(), name
+
+
 def _drive(command: list[str], bare: Path) -> None:
     """The administrator's path: init, serve, create-user, a message, SIGTERM, restart, fetch again."""
     version = _run(command, bare, "--version")
@@ -205,6 +216,7 @@ def _drive(command: list[str], bare: Path) -> None:
         message = _fetch(owner, sent["id"])
         assert message["sender_email"] == ALICE
         assert all(part in message["content"] for part in RENDERED), message["content"]
+        _assert_web_client(site)
     with _serving(command, bare, port):
         assert _fetch(owner, sent["id"]) == message
 
