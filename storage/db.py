@@ -112,9 +112,15 @@ class Tx:
         return int(self.now)
 
 
+class Connection(sqlite3.Connection):
+    """A connection that can carry its in-memory copies (storage/directory.py installs them on first use)."""
+
+    directory: Any = None
+
+
 def connect(path: str) -> sqlite3.Connection:
     """Open a connection with tornchat's pragmas: WAL, foreign keys, explicit transactions."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, factory=Connection)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode = WAL")
     # NORMAL is durable against a crash of the process (kill -9): a committed transaction is in
