@@ -30,7 +30,7 @@ ROLES = {
 }
 
 
-# Where the first `serve` not attached to a terminal leaves the generated owner password.
+# Where the first `serve` not attached to a terminal also leaves the generated owner password.
 OWNER_PASSWORD_FILE = "owner-password"
 # How long answered long-polls get to reach their clients when the server stops.
 SHUTDOWN_GRACE_SECONDS = 0.2
@@ -253,7 +253,7 @@ def command_serve(args: argparse.Namespace) -> None:
         except ApiError as error:
             raise CommandError(f"cannot create the owner account: {error.msg}") from None
         print(f"Created organization in {settings.data_dir}; owner {owner.delivery_email}", flush=True)
-        _tell_owner_password(settings, password, given is not None)
+        _tell_owner_password(settings, owner.delivery_email, password, given is not None)
     else:
         apply_settings(settings)
     print(f"API credentials for the owner: {os.path.abspath(settings.zuliprc_path)}", flush=True)
@@ -272,21 +272,26 @@ def _ssl_context(settings: Settings) -> ssl.SSLContext | None:
         raise CommandError(str(error)) from None
 
 
-def _tell_owner_password(settings: Settings, password: str, from_environment: bool) -> None:
-    """Show a generated owner password on the terminal, never in a log: a file (mode 600) when not on one."""
+def _tell_owner_password(settings: Settings, email: str, password: str, from_environment: bool) -> None:
+    """Say how to sign in the first time: the URL, the owner's email and a generated password.
+
+    The password goes to stdout only, never through the logger (stderr). Not on a terminal (systemd,
+    Docker, a pipe) it is also written to a file (mode 600), which outlives the scrollback.
+    """
     from tornchat.bootstrap import open_private
 
     if from_environment:
         print("The owner's password is the one TORNCHAT_OWNER_PASSWORD gave.", flush=True)
-    elif sys.stdout.isatty():
-        print(f"The owner's password (shown once, not logged): {password}", flush=True)
     else:
-        path = os.path.join(settings.data_dir, OWNER_PASSWORD_FILE)
-        with open_private(path) as handle:
-            handle.write(password + "\n")
-        logging.getLogger("tornchat").info(
-            "The owner's password is in %s (readable by its owner only)", os.path.abspath(path)
-        )
+        print(f"The owner's password (printed on this first start only): {password}", flush=True)
+        if not sys.stdout.isatty():
+            path = os.path.join(settings.data_dir, OWNER_PASSWORD_FILE)
+            with open_private(path) as handle:
+                handle.write(password + "\n")
+            logging.getLogger("tornchat").info(
+                "The owner's password is in %s (readable by its owner only)", os.path.abspath(path)
+            )
+    print(f"Open {settings.site_url.rstrip('/')}/ in a browser and sign in as {email} with that password.", flush=True)
 
 
 async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) -> None:
