@@ -1,0 +1,264 @@
+// Channels and people: create and browse channels, personal subscription settings, and (administrators)
+// new accounts and roles. Every change goes through the public API; the page's state catches up through
+// the subscription, stream and realm_user events that W1's event loop applies, which re-render these panels.
+import { api } from "./api.js";
+import { onChange, state } from "./state.js";
+import { el, clear, openDialog, toast } from "./ui.js";
+
+// Zulip's roles (PATCH /users/{id} role), most powerful first.
+const ROLES = [
+  [100, "Owner"],
+  [200, "Administrator"],
+  [300, "Moderator"],
+  [400, "Member"],
+  [600, "Guest"],
+];
+// No look-alike characters (0/O, 1/l/I): the password is read off a screen and typed once.
+const PASSWORD_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+const PASSWORD_LENGTH = 18; // about 105 bits
+
+/** A random password from crypto.getRandomValues, without modulo bias (bytes past a multiple are drawn again). */
+export function generatePassword(length = PASSWORD_LENGTH) {
+  const limit = 256 - (256 % PASSWORD_ALPHABET.length);
+  let result = "";
+  while (result.length < length) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (byte < limit && result.length < length) result += PASSWORD_ALPHABET[byte % PASSWORD_ALPHABET.length];
+    }
+  }
+  return result;
+}
+
+function showError(err) {
+  toast(err && err.msg ? err.msg : String(err), "error");
+}
+
+/** Runs an API call from a button: disabled while it runs, errors shown as messages. */
+async function run(button, fn) {
+  if (button) button.disabled = true;
+  try {
+    return await fn();
+  } catch (err) {
+    showError(err);
+    return undefined;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+/** Opens a dialog whose body render() rebuilds after every state change, until it closes. */
+function liveDialog(title, testid, render) {
+  const body = el("div", { class: "admin-panel" });
+  let stop = null;
+  const dialog = openDialog(title, body, { testid, onClose: () => stop && stop() });
+  const refresh = () => {
+    const focused = document.activeElement && document.activeElement.getAttribute("data-testid");
+    render(body, refresh);
+    // Keep the keyboard where it was across a re-render (the same control, found by its test id).
+    const again = focused && body.querySelector(`[data-testid="${focused}"]`);
+    if (again && !body.contains(document.activeElement)) again.focus();
+  };
+  refresh();
+  stop = onChange(refresh);
+  return dialog;
+}
+
+function sortedUsers() {
+  return [...state.users.values()]
+    .filter((u) => u.is_active !== false && !u.is_bot)
+    .sort((a, b) => a.full_name.localeCompare(b.full_name));
+}
+
+// -- channels -----------------------------------------------------------------------------------
+
+function channelForm() {
+  const name = el("input", { type: "text", required: true, maxlength: 60, "data-testid": "channel-create-name" });
+  const description = el("input", { type: "text", maxlength: 1024, "data-testid": "channel-create-description" });
+  const isPrivate = el("input", { type: "checkbox", "data-testid": "channel-create-private" });
+  const members = el(
+    "select",
+    { multiple: true, size: 5, "data-testid": "channel-create-members", "aria-label": "Members" },
+    sortedUsers().map((u) =>
+      el("option", { value: u.user_id, selected: state.me && u.user_id === state.me.user_id }, `${u.full_name} <${u.email}>`),
+    ),
+  );
+  const submit = el("button", { type: "submit", "data-testid": "channel-create-submit" }, "Create channel");
+  const form = el(
+    "form",
+    { class: "admin-form" },
+    el("label", {}, "Name ", name),
+    el("label", {}, "Description ", description),
+    el("label", {}, isPrivate, " Private (only members see it)"),
+    el("label", {}, "Members ", members),
+    submit,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const subscribers = [...members.selectedOptions].map((o) => Number(o.value));
+    const done = await run(submit, () =>
+      api("POST", "/channels/create", {
+        name: name.value.trim(),
+        description: description.value,
+        invite_only: isPrivate.checked,
+        subscribers,
+      }),
+    );
+    if (done) {
+      toast(`Channel #${name.value.trim()} created.`, "success");
+      form.reset();
+    }
+  });
+  return el("section", {}, el("h3", {}, "Create a channel"), form);
+}
+
+function channelRow(stream) {
+  const subscribed = state.subscriptions.has(stream.stream_id);
+  const button = subscribed
+    ? el("button", { type: "button", "data-testid": "channel-unsubscribe" }, "Unsubscribe")
+    : el("button", { type: "button", "data-testid": "channel-subscribe" }, "Subscribe");
+  button.addEventListener("click", () =>
+    run(button, () =>
+      subscribed
+        ? api("DELETE", "/users/me/subscriptions", { subscriptions: [stream.name] })
+        : api("POST", "/users/me/subscriptions", { subscriptions: [{ name: stream.name }] }),
+    ),
+  );
+  return el(
+    "li",
+    { class: "channel-row", "data-testid": "channel-row", "data-stream-id": stream.stream_id },
+    el("span", { class: "channel-row-name" }, (stream.invite_only ? "🔒 " : "#") + stream.name),
+    stream.description ? el("span", { class: "channel-row-description" }, ` ${stream.description}`) : null,
+    " ",
+    button,
+  );
+}
+
+/** The channels dialog: a form to create one, and every channel the user can see, to join or leave. */
+export function openChannels() {
+  const known = new Map();
+  let refresh = null;
+  const dialog = liveDialog("Channels", "channels-dialog", (body, again) => {
+    refresh = again;
+    if (!body.querySelector("form.admin-form")) body.appendChild(channelForm()); // kept: half-typed input
+    const streams = new Map([...known, ...state.streams]);
+    const rows = [...streams.values()].sort((a, b) => a.name.localeCompare(b.name)).map(channelRow);
+    const list = body.querySelector("ul.channel-list") || body.appendChild(el("ul", { class: "channel-list" }));
+    clear(list).append(...(rows.length ? rows : [el("li", {}, "No channels yet.")]));
+  });
+  // GET /streams may know public channels this page's state has not heard of yet.
+  api("GET", "/streams", { include_public: true, include_subscribed: true })
+    .then((data) => {
+      for (const s of data.streams) known.set(s.stream_id, s);
+      refresh();
+    })
+    .catch(showError);
+  return dialog;
+}
+
+// -- one subscription's settings ------------------------------------------------------------------
+
+/** Colour, mute and pin of one of my subscriptions (POST /users/me/subscriptions/properties). */
+export function openSubscriptionSettings(streamId) {
+  const sub = state.subscriptions.get(Number(streamId));
+  if (!sub) {
+    toast("You are not subscribed to this channel.", "error");
+    return null;
+  }
+  const color = el("input", { type: "color", value: sub.color || "#c2c2c2", "data-testid": "sub-color" });
+  const muted = el("input", { type: "checkbox", checked: sub.is_muted, "data-testid": "sub-muted" });
+  const pinned = el("input", { type: "checkbox", checked: sub.pin_to_top, "data-testid": "sub-pinned" });
+  const save = el("button", { type: "submit", "data-testid": "sub-save" }, "Save");
+  const form = el(
+    "form",
+    { class: "admin-form" },
+    sub.description ? el("p", {}, sub.description) : null,
+    el("label", {}, "Colour ", color),
+    el("label", {}, muted, " Muted"),
+    el("label", {}, pinned, " Pinned to the top"),
+    save,
+  );
+  let dialog = null;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const changes = [];
+    if (color.value.toLowerCase() !== String(sub.color || "").toLowerCase()) changes.push(["color", color.value]);
+    if (muted.checked !== Boolean(sub.is_muted)) changes.push(["is_muted", muted.checked]);
+    if (pinned.checked !== Boolean(sub.pin_to_top)) changes.push(["pin_to_top", pinned.checked]);
+    const subscription_data = changes.map(([property, value]) => ({ stream_id: sub.stream_id, property, value }));
+    const done = !changes.length || (await run(save, () => api("POST", "/users/me/subscriptions/properties", { subscription_data })));
+    if (done) dialog.close();
+  });
+  dialog = openDialog(`#${sub.name}`, form, { testid: "subscription-settings" });
+  return dialog;
+}
+
+// -- people (administrators) ----------------------------------------------------------------------
+
+function userForm() {
+  const email = el("input", { type: "email", required: true, "data-testid": "user-create-email" });
+  const name = el("input", { type: "text", required: true, maxlength: 60, "data-testid": "user-create-name" });
+  const submit = el("button", { type: "submit", "data-testid": "user-create-submit" }, "Create account");
+  const shown = el("div", { class: "admin-password", "aria-live": "polite" });
+  const form = el(
+    "form",
+    { class: "admin-form" },
+    el("label", {}, "Email ", email),
+    el("label", {}, "Full name ", name),
+    submit,
+    shown,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clear(shown);
+    const password = generatePassword();
+    const done = await run(submit, () =>
+      api("POST", "/users", { email: email.value.trim(), full_name: name.value.trim(), password }),
+    );
+    if (!done) return;
+    // Shown this once: the server keeps only its hash, and nothing here stores it.
+    shown.append(
+      el("p", {}, `Account created for ${email.value.trim()}. Their initial password (shown once, copy it now):`),
+      el("input", { type: "text", readonly: true, value: password, "data-testid": "user-create-password" }),
+    );
+    form.querySelector("[data-testid=user-create-password]").select();
+    email.value = "";
+    name.value = "";
+  });
+  return el("section", {}, el("h3", {}, "Create an account"), form);
+}
+
+function roleSelect(user) {
+  const select = el(
+    "select",
+    { "data-testid": "user-role", "aria-label": `Role of ${user.full_name}` },
+    ROLES.map(([value, label]) => el("option", { value, selected: value === user.role }, label)),
+  );
+  select.addEventListener("change", async () => {
+    const role = Number(select.value);
+    const done = await run(select, () => api("PATCH", `/users/${user.user_id}`, { role }));
+    if (done) toast(`${user.full_name} is now ${ROLES.find(([v]) => v === role)[1].toLowerCase()}.`, "success");
+    else select.value = String(user.role); // refused: show the role the user still has
+  });
+  return select;
+}
+
+/** The people dialog (administrators): create accounts and change roles. */
+export function openPeople() {
+  return liveDialog("People", "people-dialog", (body) => {
+    if (!body.querySelector("form.admin-form")) body.appendChild(userForm());
+    const rows = sortedUsers().map((user) =>
+      el(
+        "li",
+        { class: "user-row", "data-testid": "user-row", "data-user-id": user.user_id },
+        el("span", { class: "user-row-name" }, `${user.full_name} <${user.email}> `),
+        roleSelect(user),
+      ),
+    );
+    const list = body.querySelector("ul.user-list") || body.appendChild(el("ul", { class: "user-list" }));
+    // A re-render while a role select is open would close it: keep the list if nothing changed.
+    const signature = JSON.stringify(sortedUsers().map((u) => [u.user_id, u.full_name, u.email, u.role]));
+    if (list.dataset.signature === signature) return;
+    list.dataset.signature = signature;
+    clear(list).append(...rows);
+  });
+}
