@@ -1,0 +1,367 @@
+// The message list: loads a narrow around the first unread message, pages older/newer as the user
+// scrolls, applies live events, and marks what the user has seen as read.
+import { api } from "./api.js";
+import { onEvent } from "./events.js";
+import { matches, operators, sameNarrow } from "./narrow.js";
+import { buildMessage, renderReactions, setStarred } from "./message_view.js";
+import { state } from "./state.js";
+import { clear, el, formatDate, toast } from "./ui.js";
+
+const PAGE = 60;
+const EDGE = 400; // px from an end of the list that triggers the next page
+
+const view = {
+  narrow: null,
+  messages: [], // sorted by id
+  rows: new Map(), // id -> row element
+  foundOldest: false,
+  foundNewest: false,
+  loadingOlder: false,
+  loadingNewer: false,
+  generation: 0,
+};
+
+let listEl = null;
+let innerEl = null;
+let statusTop = null;
+let statusBottom = null;
+let observer = null;
+const pendingRead = new Set();
+let readTimer = null;
+
+export function currentNarrow() {
+  return view.narrow;
+}
+
+export function messageById(id) {
+  const i = indexOf(id);
+  return i >= 0 ? view.messages[i] : null;
+}
+
+/** Builds the scroll container (data-testid="message-list") once. */
+export function createMessageList() {
+  statusTop = el("div", { class: "list-status", "aria-live": "polite" });
+  statusBottom = el("div", { class: "list-status" });
+  innerEl = el("div", { class: "messages" });
+  listEl = el(
+    "div",
+    { class: "message-list", "data-testid": "message-list", tabindex: "0", role: "log", "aria-label": "Messages" },
+    statusTop,
+    innerEl,
+    statusBottom,
+  );
+  listEl.addEventListener("scroll", () => checkEdges(), { passive: true });
+  observer = new IntersectionObserver(onIntersect, { root: listEl, threshold: [0, 0.5, 1] });
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") for (const row of innerEl.children) reobserve(row);
+  });
+  return listEl;
+}
+
+function indexOf(id) {
+  let lo = 0;
+  let hi = view.messages.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = view.messages[mid].id;
+    if (v === id) return mid;
+    if (v < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+function fetchMessages(anchor, numBefore, numAfter) {
+  return api("GET", "/messages", {
+    anchor, num_before: numBefore, num_after: numAfter, narrow: operators(view.narrow), apply_markdown: true,
+    client_gravatar: false,
+  });
+}
+
+/** Shows a narrow, opening at its first unread message (newest for searches). */
+export async function showNarrow(narrow) {
+  const generation = ++view.generation;
+  view.narrow = narrow;
+  view.messages = [];
+  view.rows = new Map();
+  view.foundOldest = view.foundNewest = false;
+  view.loadingOlder = view.loadingNewer = true;
+  observer.disconnect();
+  clear(innerEl);
+  statusTop.textContent = "Loading…";
+  statusBottom.textContent = "";
+  try {
+    const anchor = narrow.kind === "search" ? "newest" : "first_unread";
+    const data = await fetchMessages(anchor, PAGE, PAGE);
+    if (generation !== view.generation) return;
+    view.foundOldest = data.found_oldest;
+    view.foundNewest = data.found_newest;
+    insert(data.messages);
+    updateStatus();
+    scrollToAnchor(data.anchor, data.found_anchor);
+  } catch (err) {
+    if (generation === view.generation) statusTop.textContent = "Could not load messages: " + err.message;
+  } finally {
+    if (generation === view.generation) view.loadingOlder = view.loadingNewer = false;
+  }
+  if (generation === view.generation) requestAnimationFrame(() => checkEdges());
+}
+
+function scrollToAnchor(anchorId, found) {
+  const firstUnread = view.messages.find((m) => !(m.flags || []).includes("read"));
+  const target = found ? view.rows.get(anchorId) : firstUnread && view.rows.get(firstUnread.id);
+  if (target && firstUnread) listEl.scrollTop = Math.max(0, target.offsetTop - listEl.offsetTop - 48);
+  else listEl.scrollTop = listEl.scrollHeight;
+}
+
+function updateStatus() {
+  statusTop.textContent = view.foundOldest
+    ? view.messages.length ? "Beginning of this conversation" : "No messages here yet."
+    : "";
+  statusBottom.textContent = "";
+}
+
+function checkEdges() {
+  if (!listEl || !view.narrow) return;
+  if (listEl.scrollTop < EDGE && !view.foundOldest && !view.loadingOlder) loadOlder();
+  const fromBottom = listEl.scrollHeight - listEl.scrollTop - listEl.clientHeight;
+  if (fromBottom < EDGE && !view.foundNewest && !view.loadingNewer) loadNewer();
+}
+
+async function loadOlder() {
+  if (!view.messages.length) return;
+  const generation = view.generation;
+  view.loadingOlder = true;
+  statusTop.textContent = "Loading older messages…";
+  try {
+    const data = await fetchMessages(view.messages[0].id, PAGE, 0);
+    if (generation !== view.generation) return;
+    view.foundOldest = data.found_oldest;
+    const fromBottom = listEl.scrollHeight - listEl.scrollTop;
+    insert(data.messages);
+    listEl.scrollTop = listEl.scrollHeight - fromBottom;
+    updateStatus();
+  } catch (err) {
+    toast("Could not load older messages: " + err.message, "error");
+  } finally {
+    if (generation === view.generation) view.loadingOlder = false;
+  }
+  if (generation === view.generation) requestAnimationFrame(() => checkEdges());
+}
+
+async function loadNewer() {
+  if (!view.messages.length) return;
+  const generation = view.generation;
+  view.loadingNewer = true;
+  statusBottom.textContent = "Loading newer messages…";
+  try {
+    const data = await fetchMessages(view.messages[view.messages.length - 1].id, 0, PAGE);
+    if (generation !== view.generation) return;
+    view.foundNewest = data.found_newest;
+    insert(data.messages);
+    statusBottom.textContent = "";
+  } catch (err) {
+    toast("Could not load newer messages: " + err.message, "error");
+  } finally {
+    if (generation === view.generation) view.loadingNewer = false;
+  }
+  if (generation === view.generation) requestAnimationFrame(() => checkEdges());
+}
+
+/** Inserts messages (any order, duplicates ignored) at their places in the list. */
+function insert(messages) {
+  for (const message of [...messages].sort((a, b) => a.id - b.id)) {
+    if (view.rows.has(message.id)) continue;
+    let i = view.messages.length;
+    while (i > 0 && view.messages[i - 1].id > message.id) i--;
+    view.messages.splice(i, 0, message);
+    const row = el("div", { class: "message-row" }, el("div", { class: "row-prefix" }), buildMessage(message, view.narrow));
+    const next = view.messages[i + 1];
+    innerEl.insertBefore(row, next ? view.rows.get(next.id) : null);
+    view.rows.set(message.id, row);
+    refreshPrefix(i);
+    if (next) refreshPrefix(i + 1);
+    reobserve(row);
+  }
+}
+
+function recipientLabel(message) {
+  if (message.type === "stream") return `${message.stream_id}\u0000${message.subject.toLowerCase()}`;
+  return "dm:" + message.display_recipient.map((r) => r.id).sort((a, b) => a - b).join(",");
+}
+
+/** The date separator and recipient bar shown before message i (they depend on message i-1). */
+function refreshPrefix(i) {
+  const message = view.messages[i];
+  const prev = view.messages[i - 1];
+  const prefix = view.rows.get(message.id).firstChild;
+  const parts = [];
+  const day = formatDate(message.timestamp);
+  const newDay = !prev || formatDate(prev.timestamp) !== day;
+  if (newDay) parts.push(el("div", { class: "date-separator", "data-testid": "date-separator", role: "separator" }, day));
+  const showRecipient = !["topic", "dm"].includes(view.narrow.kind);
+  if (showRecipient && (newDay || !prev || recipientLabel(prev) !== recipientLabel(message)))
+    parts.push(recipientBar(message));
+  prefix.replaceChildren(...parts);
+}
+
+function recipientBar(message) {
+  if (message.type === "stream") {
+    const sub = state.subscriptions.get(message.stream_id) || state.streams.get(message.stream_id);
+    const bar = el(
+      "button",
+      { type: "button", class: "recipient-bar stream-bar", "data-action": "narrow-topic" },
+      `#${sub ? sub.name : message.display_recipient} › ${message.subject || state.realm.realm_empty_topic_display_name}`,
+    );
+    if (sub && sub.color) bar.style.setProperty("--channel-color", sub.color);
+    bar.addEventListener("click", () =>
+      window.dispatchEvent(new CustomEvent("tornchat:narrow", { detail: { kind: "topic", streamId: message.stream_id, topic: message.subject } })),
+    );
+    return bar;
+  }
+  const others = message.display_recipient.filter((r) => r.id !== state.me.user_id);
+  const ids = others.map((r) => r.id).sort((a, b) => a - b);
+  const bar = el(
+    "button",
+    { type: "button", class: "recipient-bar dm-bar" },
+    others.length ? "Direct message with " + others.map((r) => r.full_name).join(", ") : "Notes to self",
+  );
+  bar.addEventListener("click", () =>
+    window.dispatchEvent(new CustomEvent("tornchat:narrow", { detail: { kind: "dm", userIds: ids } })),
+  );
+  return bar;
+}
+
+function removeMessage(id) {
+  const i = indexOf(id);
+  if (i < 0) return;
+  const row = view.rows.get(id);
+  observer.unobserve(row.lastChild);
+  row.remove();
+  view.rows.delete(id);
+  view.messages.splice(i, 1);
+  if (i < view.messages.length) refreshPrefix(i);
+}
+
+function replaceMessage(message) {
+  const row = view.rows.get(message.id);
+  if (!row) return;
+  const old = row.lastChild;
+  if (old.classList.contains("editing")) return;
+  observer.unobserve(old);
+  const fresh = buildMessage(message, view.narrow);
+  old.replaceWith(fresh);
+  reobserve(row);
+}
+
+// Reading: a message counts as seen when half of it (or half the list's height) is visible.
+function reobserve(row) {
+  const article = row.lastChild;
+  if (article.dataset.read === "false" && view.narrow.kind !== "search") observer.observe(article);
+}
+
+function onIntersect(entries) {
+  if (document.visibilityState !== "visible") return;
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    const big = entry.rootBounds && entry.intersectionRect.height >= entry.rootBounds.height / 2;
+    if (entry.intersectionRatio < 0.5 && !big) continue;
+    const id = Number(entry.target.dataset.messageId);
+    observer.unobserve(entry.target);
+    pendingRead.add(id);
+  }
+  if (pendingRead.size && !readTimer) readTimer = setTimeout(flushRead, 400);
+}
+
+async function flushRead() {
+  readTimer = null;
+  const ids = [...pendingRead];
+  pendingRead.clear();
+  if (!ids.length) return;
+  try {
+    await api("POST", "/messages/flags", { messages: ids, op: "add", flag: "read" });
+    for (const id of ids) markFlag(id, "read", true);
+  } catch (err) {
+    toast("Could not mark messages as read: " + err.message, "error");
+  }
+}
+
+function markFlag(id, flag, on) {
+  const message = messageById(id);
+  if (!message) return;
+  const flags = new Set(message.flags || []);
+  if (on) flags.add(flag);
+  else flags.delete(flag);
+  message.flags = [...flags];
+  const article = view.rows.get(id).lastChild;
+  if (flag === "read") {
+    article.dataset.read = on ? "true" : "false";
+    if (!on) reobserve(view.rows.get(id));
+  }
+  if (flag === "starred") setStarred(article, on);
+}
+
+/** Scrolls to the newest message shown (after sending). */
+export function scrollToBottom() {
+  listEl.scrollTop = listEl.scrollHeight;
+}
+
+// Live events.
+onEvent("message", (event) => {
+  const message = { ...event.message, flags: event.flags || [] };
+  if (!view.narrow || !view.foundNewest || !matches(view.narrow, message)) return;
+  const nearBottom = listEl.scrollHeight - listEl.scrollTop - listEl.clientHeight < 120;
+  insert([message]);
+  if (nearBottom || message.sender_id === state.me.user_id) scrollToBottom();
+});
+
+onEvent("delete_message", (event) => {
+  for (const id of event.message_ids || [event.message_id]) removeMessage(id);
+});
+
+onEvent("update_message", (event) => {
+  for (const id of event.message_ids || [event.message_id]) {
+    const message = messageById(id);
+    if (!message) continue;
+    if (event.rendered_content !== undefined && id === event.message_id) {
+      message.content = event.rendered_content;
+      message.last_edit_timestamp = event.edit_timestamp;
+    }
+    if (event.subject !== undefined || event.new_stream_id !== undefined) {
+      if (event.subject !== undefined) message.subject = event.subject;
+      if (event.new_stream_id !== undefined) message.stream_id = event.new_stream_id;
+      message.last_moved_timestamp = event.edit_timestamp;
+      if (!matches(view.narrow, message) && view.narrow.kind !== "search") {
+        removeMessage(id);
+        continue;
+      }
+    }
+    if (event.flags) message.flags = event.flags;
+    replaceMessage(message);
+  }
+});
+
+onEvent("reaction", (event) => {
+  const message = messageById(event.message_id);
+  if (!message) return;
+  const same = (r) => r.user_id === event.user_id && r.emoji_code === event.emoji_code && r.reaction_type === event.reaction_type;
+  message.reactions = (message.reactions || []).filter((r) => !same(r));
+  if (event.op === "add") message.reactions.push(pickReaction(event));
+  renderReactions(view.rows.get(message.id).lastChild, message);
+});
+
+function pickReaction(e) {
+  return { emoji_name: e.emoji_name, emoji_code: e.emoji_code, reaction_type: e.reaction_type, user_id: e.user_id };
+}
+
+onEvent("update_message_flags", (event) => {
+  const op = event.op || event.operation;
+  const ids = event.all ? view.messages.map((m) => m.id) : event.messages;
+  for (const id of ids) markFlag(id, event.flag, op === "add");
+  if (event.flag === "starred" && view.narrow && view.narrow.kind === "starred" && op === "remove")
+    for (const id of ids) removeMessage(id);
+});
+
+export function sameAsCurrent(narrow) {
+  return view.narrow && sameNarrow(view.narrow, narrow);
+}
