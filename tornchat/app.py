@@ -56,6 +56,7 @@ from tornchat.openapi import OpenApiHandler
 from tornchat.push_sender import PushSender
 from tornchat.ratelimit import LoginLimiter
 from tornchat.settings import Settings
+from tornchat.write_queue import WriteQueue
 
 access_log = logging.getLogger("tornchat.access")
 
@@ -72,6 +73,7 @@ class Server:
         self.clock = clock
         self.events = EventBus()
         self.db = Database(settings.database_path, clock, self.events.publish)
+        self.writes = WriteQueue(self.db)  # group commit for POST /messages
         self.db.write(rerender.rerender_images)  # HTML saved before images became links
         self.realm = self.db.read(realm_storage.get_realm)
         self.login_limiter = LoginLimiter(clock)

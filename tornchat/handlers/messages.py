@@ -52,13 +52,14 @@ def decode_to(raw: str | None) -> Any:
 class MessagesHandler(BaseHandler):
     params = {"post": SEND_MESSAGE, "get": GET_MESSAGES}
 
-    def post(self) -> None:
+    async def post(self) -> None:
         p = self.parse()
         request = SendRequest(
             type=p.type, to=decode_to(p.to), content=p.content, topic=p.topic,
             read_by_sender=p.read_by_sender, client=self.client_name(), queue_id=p.queue_id, local_id=p.local_id,
         )  # fmt: skip
-        message_id = self.server.db.write(send_message, self.user, request)
+        # Group commit: sends arriving together share a transaction; answered once it committed.
+        message_id = await self.server.writes.write(send_message, self.user, request)
         self.respond({"id": message_id})
 
     def get(self) -> None:

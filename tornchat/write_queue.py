@@ -1,0 +1,38 @@
+"""Awaitable group-committed writes for handlers: `await server.writes.write(fn, *args)`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from storage.db import Database
+from storage.write_batch import WriteBatcher
+
+R = TypeVar("R")
+
+
+class WriteQueue:
+    """Runs write calls through a WriteBatcher on the running event loop; each call is a future."""
+
+    def __init__(self, db: Database) -> None:
+        self.batcher = WriteBatcher(db, self._schedule)
+
+    @staticmethod
+    def _schedule(fn: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_soon(fn)
+
+    def write(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> asyncio.Future[R]:
+        """Queue fn(tx, *args, **kwargs); the future holds its result once the batch's COMMIT returned."""
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+
+        def done(error: BaseException | None, result: Any) -> None:
+            if future.cancelled():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        self.batcher.submit(done, fn, *args, **kwargs)
+        return future
