@@ -5,7 +5,7 @@ import { scrollToBottom } from "./messages.js";
 import { openScheduled, scheduleMessage, schedulePicker } from "./scheduled.js";
 import { openSnippets } from "./snippets.js";
 import { state, userName } from "./state.js";
-import { el, toast } from "./ui.js";
+import { debounce, el, toast } from "./ui.js";
 
 const f = {}; // the form's controls
 
@@ -175,6 +175,7 @@ export function createCompose() {
     conversationChanged();
   });
   for (const input of [f.channel, f.topic, f.to]) input.addEventListener("change", conversationChanged);
+  for (const input of [f.topic, f.to]) input.addEventListener("input", debounce(conversationChanged, 300));
   later.addEventListener("click", sendLater);
   scheduled.addEventListener("click", openScheduled);
   snippets.addEventListener("click", () => openSnippets(insertText));
@@ -182,6 +183,7 @@ export function createCompose() {
   bindCompose({
     conversation, setConversation, content: () => f.content.value,
     setContent: (text) => (f.content.value = text),
+    setTopic: (topic) => (f.topic.value = topic),
     focus: () => f.content.focus(),
   });
   return form;

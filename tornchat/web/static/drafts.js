@@ -87,9 +87,12 @@ function restoreMatching() {
   const box = compose.content();
   if (box !== "" && box !== lastSynced) return;
   const current = currentId !== null ? state.drafts.get(currentId) : null;
-  const draft = current && sameConversation(current, conv)
+  // A channel chosen with no topic yet takes up that channel's newest draft, topic included.
+  const openTopic = conv && conv.type === "stream" && conv.topic === "";
+  const fits = (d) => sameConversation(d, conv) || (openTopic && d.type === "stream" && d.to[0] === conv.to[0]);
+  const draft = current && fits(current)
     ? current
-    : [...state.drafts.values()].filter((d) => sameConversation(d, conv)).sort((a, b) => b.timestamp - a.timestamp)[0];
+    : [...state.drafts.values()].filter(fits).sort((a, b) => b.timestamp - a.timestamp)[0];
   if (!draft) {
     if (currentId !== null && !state.drafts.has(currentId) && box === lastSynced) {
       currentId = null;
@@ -104,6 +107,7 @@ function restoreMatching() {
   }
   currentId = draft.id;
   lastSynced = draft.content;
+  if (openTopic && draft.topic) compose.setTopic(draft.topic);
   compose.setContent(draft.content);
 }
 
