@@ -1,0 +1,237 @@
+"""The web client as two people use it, in two browser contexts: live messages, unread counts, reactions,
+drafts across tabs, send-later, a long history loaded page by page, and message HTML that never runs."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from storage import flags
+from tests.browser.helpers import Browser, wait_until
+from tests.channel_helpers import make_channel
+from tests.helpers import Client, LiveServer, assert_success
+from tests.scheduled_helpers import deliver
+from tests.send_helpers import insert_messages, send_ok
+
+pytestmark = pytest.mark.client
+
+HISTORY = 2000
+
+
+@dataclass
+class Team:
+    live: LiveServer
+    browser: Browser
+    bob: Client
+    general: int
+    history: int
+    alice_page: Any  # the owner ("Alice" here), signed in
+    bob_page: Any
+
+    def channel_item(self, page: Any, stream_id: int) -> Any:
+        return page.locator(f'[data-testid="channel-item"][data-stream-id="{stream_id}"]')
+
+    def unread(self, page: Any, stream_id: int) -> str:
+        counts = self.channel_item(page, stream_id).get_by_test_id("unread-count")
+        return counts.first.inner_text().strip() if counts.count() else ""
+
+    def open_channel(self, page: Any, stream_id: int) -> None:
+        self.channel_item(page, stream_id).locator("a, button").first.click()
+        page.get_by_test_id("message-list").wait_for()
+
+    def message(self, page: Any, message_id: int) -> Any:
+        return page.locator(f'[data-testid="message"][data-message-id="{message_id}"]')
+
+
+@pytest.fixture(scope="module")
+def team(server: LiveServer, browser: Browser) -> Team:
+    bob = server.make_user(email="bob@example.com", full_name="Bob Builder")
+    general = make_channel(server, "general", [server.owner.id, bob.id])
+    history = make_channel(server, "history", [server.owner.id])
+    send_ok(server.owner, "history", "the first of many", topic="bulk")
+    insert_messages(server, server.owner.id, history, HISTORY - 1, flag_bits=flags.READ)
+    alice = browser.sign_in("owner@example.com")
+    bob_page = browser.sign_in("bob@example.com")
+    return Team(server, browser, bob, general, history, alice, bob_page)
+
+
+def compose_to_channel(page: Any, stream_id: int, topic: str) -> None:
+    page.get_by_test_id("compose-type").select_option("stream")
+    page.get_by_test_id("compose-channel").select_option(str(stream_id))
+    page.get_by_test_id("compose-topic").fill(topic)
+
+
+def newest_id(client: Client) -> int:
+    body = assert_success(client.get("/messages", {"anchor": "newest", "num_before": 1, "num_after": 0}))
+    return body["messages"][-1]["id"]
+
+
+def test_a_message_appears_live_for_the_other_person_with_its_unread_count(team):
+    bob_page = team.bob_page
+    bob_page.get_by_test_id("view-starred").click()
+    compose_to_channel(team.alice_page, team.general, "lunch")
+    team.alice_page.get_by_test_id("compose-content").fill("lunch at noon?")
+    team.alice_page.get_by_test_id("compose-content").press("Enter")
+    wait_until(lambda: team.unread(bob_page, team.general) == "1", "Bob's unread count of #general to become 1")
+    sent = newest_id(team.bob)
+    team.open_channel(bob_page, team.general)
+    team.message(bob_page, sent).get_by_test_id("message-content").wait_for()
+    assert team.message(bob_page, sent).get_by_test_id("message-content").inner_text().strip() == "lunch at noon?"
+    assert "Owner" in team.message(bob_page, sent).get_by_test_id("message-sender").inner_text()
+    # Seen, so read: the count goes, on the server too.
+    wait_until(lambda: team.unread(bob_page, team.general) == "", "Bob's unread count of #general to clear")
+    wait_until(lambda: "read" in _flags(team.bob, sent), "the message to be marked read on the server")
+    # While Bob looks at #general, the next message appears without a reload.
+    team.alice_page.get_by_test_id("compose-content").fill("or at one")
+    team.alice_page.get_by_test_id("compose-send").click()
+    bob_page.get_by_text("or at one").wait_for()
+    assert team.alice_page.get_by_test_id("compose-content").input_value() == ""
+
+
+def _flags(client: Client, message_id: int) -> list[str]:
+    body = assert_success(client.get("/messages", {"anchor": message_id, "num_before": 0, "num_after": 0}))
+    return body["messages"][0]["flags"]
+
+
+def test_a_reaction_appears_for_the_author(team):
+    message_id = send_ok(team.live.owner, "general", "react to this", topic="reactions")
+    team.open_channel(team.alice_page, team.general)
+    team.message(team.alice_page, message_id).wait_for()
+    bob_message = team.message(team.bob_page, message_id)
+    bob_message.wait_for()
+    bob_message.hover()
+    bob_message.get_by_test_id("react-button").click()
+    picker = team.bob_page.get_by_test_id("emoji-picker")
+    picker.get_by_test_id("emoji-filter").fill("thumbs_up")
+    picker.locator('[data-testid="emoji-option"][data-emoji-name="thumbs_up"]').click()
+    thumbs_up = '[data-testid="reaction"][data-emoji-name="thumbs_up"]'
+    reaction = team.message(team.alice_page, message_id).locator(thumbs_up)
+    reaction.wait_for()
+    assert "1" in reaction.inner_text()
+    mine = team.message(team.bob_page, message_id).locator(thumbs_up)
+    wait_until(lambda: mine.get_attribute("aria-pressed") == "true", "Bob's reaction to show as his")
+    body = assert_success(team.live.owner.get(f"/messages/{message_id}"))
+    assert [(r["emoji_name"], r["user_id"]) for r in body["message"]["reactions"]] == [("thumbs_up", team.bob.id)]
+
+
+def test_a_draft_typed_in_one_tab_appears_in_the_other(team):
+    first = team.alice_page
+    second = team.browser.sign_in("owner@example.com", page=team.browser.new_page(context=first.context))
+    for page in (first, second):
+        team.open_channel(page, team.general)
+        compose_to_channel(page, team.general, "plans")
+    first.get_by_test_id("compose-content").fill("a draft for later")
+    wait_until(
+        lambda: any(d["content"] == "a draft for later" for d in _drafts(team.live.owner)), "the draft to be saved"
+    )
+    wait_until(
+        lambda: second.get_by_test_id("compose-content").input_value() == "a draft for later",
+        "the draft to appear in the other tab",
+    )
+    first.get_by_test_id("compose-content").fill("")
+    wait_until(lambda: not _drafts(team.live.owner), "the emptied draft to be deleted")
+    second.close()
+
+
+def _drafts(client: Client) -> list[dict[str, Any]]:
+    return assert_success(client.get("/drafts"))["drafts"]
+
+
+def test_send_later_delivers_at_the_scheduled_time(team):
+    page = team.alice_page
+    team.open_channel(page, team.general)
+    compose_to_channel(page, team.general, "later")
+    page.get_by_test_id("compose-content").fill("sent from the past")
+    page.get_by_test_id("compose-send-later").click()
+    at = int(team.live.clock.now) // 60 * 60 + 2 * 3600
+    page.get_by_test_id("schedule-time").fill(time.strftime("%Y-%m-%dT%H:%M", time.gmtime(at)))
+    page.get_by_test_id("schedule-confirm").click()
+    wait_until(lambda: _scheduled(team.live.owner), "the message to be scheduled")
+    [scheduled] = _scheduled(team.live.owner)
+    assert scheduled["scheduled_delivery_timestamp"] == at and scheduled["content"] == "sent from the past"
+    assert page.get_by_test_id("compose-content").input_value() == ""
+    page.get_by_test_id("scheduled-open").click()
+    page.locator(f'[data-testid="scheduled-item"][data-scheduled-id="{scheduled["scheduled_message_id"]}"]').wait_for()
+    page.keyboard.press("Escape")
+    team.open_channel(team.bob_page, team.general)
+    team.live.clock.advance(2 * 3600 + 60)
+    [delivered] = deliver(team.live)
+    team.message(team.bob_page, delivered).get_by_text("sent from the past").wait_for()
+    wait_until(lambda: not _scheduled(team.live.owner), "the scheduled message to leave the list")
+
+
+def _scheduled(client: Client) -> list[dict[str, Any]]:
+    return assert_success(client.get("/scheduled_messages"))["scheduled_messages"]
+
+
+def test_scrolling_up_loads_older_pages_never_the_whole_history(team):
+    page = team.alice_page
+    requests: list[dict[str, str]] = []
+
+    def record(request: Any) -> None:
+        url = urllib.parse.urlsplit(request.url)
+        if request.method == "GET" and url.path == "/api/v1/messages":
+            requests.append(dict(urllib.parse.parse_qsl(url.query)))
+
+    page.on("request", record)
+    try:
+        team.open_channel(page, team.history)
+        messages = page.get_by_test_id("message")
+        wait_until(lambda: messages.count() > 0, "the newest page of #history")
+        first_page = messages.count()
+        oldest = int(messages.first.get_attribute("data-message-id"))
+        for _ in range(3):
+            page.get_by_test_id("message-list").evaluate("list => { list.scrollTop = 0; }")
+            wait_until(
+                lambda: int(messages.first.get_attribute("data-message-id")) < oldest,  # noqa: B023
+                "an older page to load",
+            )
+            oldest = int(messages.first.get_attribute("data-message-id"))
+    finally:
+        page.remove_listener("request", record)
+    shown = messages.count()
+    assert first_page < shown < HISTORY
+    history = [r for r in requests if _channel_of(r.get("narrow", "[]")) in (team.history, "history")]
+    assert len(history) >= 4, requests
+    for request in history:
+        assert int(request["num_before"]) + int(request["num_after"]) <= 1000, request
+    assert sum(int(r["num_before"]) + int(r["num_after"]) for r in history) < HISTORY, history
+    assert history[0]["anchor"] in ("first_unread", "newest"), history[0]
+    assert all(r["anchor"].isdigit() for r in history[1:]), history
+
+
+def _channel_of(narrow: str) -> object:
+    terms = json.loads(narrow)
+    return next((t["operand"] for t in terms if t["operator"] in ("channel", "stream")), None)
+
+
+def test_message_html_never_runs(team):
+    page = team.bob_page
+    team.open_channel(page, team.general)
+    hostile = [
+        "<script>window.__pwned = 'script'</script>",
+        "<img src=x onerror=\"window.__pwned = 'img'\">",
+        "[click](javascript:window.__pwned='link')",
+        "<svg onload=\"window.__pwned = 'svg'\"></svg>",
+    ]
+    ids = [send_ok(team.live.owner, "general", content, topic="hostile") for content in hostile]
+    for message_id in ids:
+        team.message(page, message_id).get_by_test_id("message-content").wait_for()
+    contents = page.get_by_test_id("message-content")
+    assert page.locator('[data-testid="message-content"] :is(script, svg, [onerror], [onload])').count() == 0
+    assert page.locator('[data-testid="message-content"] a[href^="javascript:"]').count() == 0
+    shown = team.message(page, ids[0]).get_by_test_id("message-content").inner_text()
+    assert "<script>" in shown
+    time.sleep(0.3)  # the browser is another process: an image's error handler would have run by now
+    assert page.evaluate("window.__pwned") is None
+    assert contents.count() >= len(hostile)
+
+
+def test_no_page_broke_the_content_security_policy(team):
+    assert team.browser.console.csp_violations() == []
+    assert [line for line in team.browser.console.lines if line.startswith("pageerror")] == []
