@@ -6,9 +6,10 @@ function errorText(err) {
   if (!(err instanceof ApiError)) return "Sign-in failed.";
   if (err.code === "RATE_LIMIT_HIT" || err.status === 429) {
     const wait = Math.ceil(Number(err.body["retry-after"]) || 0);
-    return wait > 0
-      ? `Too many sign-in attempts. Try again in ${wait} second${wait === 1 ? "" : "s"}.`
-      : "Too many sign-in attempts. Try again later.";
+    if (wait <= 0) return "Too many sign-in attempts. Try again later.";
+    const minutes = Math.ceil(wait / 60);
+    const when = wait < 60 ? `${wait} second${wait === 1 ? "" : "s"}` : `${minutes} minute${minutes === 1 ? "" : "s"}`;
+    return `Too many sign-in attempts. Try again in ${when}.`;
   }
   if (err.status === 0) return "Cannot reach the server. Check your connection and try again.";
   return err.msg || "Sign-in failed.";
