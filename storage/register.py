@@ -22,12 +22,13 @@ from storage import (
 )
 from storage import realm as realm_storage
 from storage.alert_words import alert_words_state
-from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
+from storage.channels import has_content_access, has_metadata_access
 from storage.db import Tx, topic_key
 from storage.flags import ANY_MENTION, MENTIONED
 from storage.presence import presence_state
 from storage.realm import Realm
 from storage.realm_emoji import realm_emoji_state
+from storage.register_channels import ChannelObjects
 from storage.topics import display_topic
 from storage.user_topics import list_user_topics, muted_checker, muted_topics
 
@@ -118,20 +119,23 @@ def unread_msgs(tx: Tx, user_id: int, empty_topic_name: bool = False) -> dict[st
     }
 
 
-def subscription_state(tx: Tx, user: users.User, include_subscribers: str) -> dict[str, Any]:
+def subscription_state(
+    tx: Tx, user: users.User, include_subscribers: str, objects: ChannelObjects | None = None
+) -> dict[str, Any]:
     """subscriptions, unsubscribed (left, still visible) and never_subscribed (visible, never joined)."""
-    subscribed = subscriptions.list_subscriptions(tx, user, include_subscribers)
+    objects = objects or ChannelObjects(tx)
+    subscribed = subscriptions.list_subscriptions(tx, user, include_subscribers, objects.object)
     joined = {s["stream_id"] for s in subscribed}
     left = set(tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ? AND NOT active", (user.id,)))
     unsubscribed: list[dict[str, Any]] = []
     never: list[dict[str, Any]] = []
     for channel_id in tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name"):
-        channel = get_channel_by_id(tx, channel_id)
-        assert channel is not None
-        if channel.id in joined or not has_metadata_access(tx, user, channel):
+        channel = objects.channels[channel_id]
+        # Not subscribed (left or never joined): has_*_access need not look the subscription up.
+        if channel.id in joined or not has_metadata_access(tx, user, channel, False):
             continue
-        obj = channel_object(tx, channel, tx.now)
-        if include_subscribers != "false" and has_content_access(tx, user, channel):
+        obj = dict(objects.object(channel_id))
+        if include_subscribers != "false" and has_content_access(tx, user, channel, False):
             obj["subscribers"] = subscriptions.subscriber_ids(tx, channel.id)
         (unsubscribed if channel.id in left else never).append(obj)
     return {"subscriptions": subscribed, "unsubscribed": unsubscribed, "never_subscribed": never}
@@ -148,7 +152,12 @@ NOTHING_TO_SHOW: tuple[tuple[str, str, Any], ...] = (
 
 
 def _user_and_realm_state(
-    tx: Tx, user: users.User, realm: Realm, want: Callable[[str], bool], options: dict[str, Any]
+    tx: Tx,
+    user: users.User,
+    realm: Realm,
+    want: Callable[[str], bool],
+    options: dict[str, Any],
+    objects: ChannelObjects | None,
 ) -> dict[str, Any]:
     """The own-user, settings, realm and conversation state of fetch_initial_state (Zulip's keys per type)."""
     state: dict[str, Any] = {}
@@ -172,10 +181,10 @@ def _user_and_realm_state(
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
         state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
     if want("default_streams"):
-        state["realm_default_streams"] = visible_channels(tx, user, channels.default_channel_ids(tx))
+        state["realm_default_streams"] = visible_channels(tx, user, channels.default_channel_ids(tx), objects)
     if want("stream"):
         active = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
-        state["streams"] = visible_channels(tx, user, active)
+        state["streams"] = visible_channels(tx, user, active, objects)
     # Features this server does not have: no muted users, realm domains, code playgrounds, default
     # channel groups, embedded or incoming-webhook bots, user statuses or onboarding steps.
     for kind, key, value in NOTHING_TO_SHOW:
@@ -184,13 +193,17 @@ def _user_and_realm_state(
     return state
 
 
-def visible_channels(tx: Tx, user: users.User, channel_ids: list[int]) -> list[dict[str, Any]]:
+def visible_channels(
+    tx: Tx, user: users.User, channel_ids: list[int], objects: ChannelObjects | None = None
+) -> list[dict[str, Any]]:
     """The channel objects, in the order given, of those of these channels the user may know of."""
+    objects = objects or ChannelObjects(tx)
+    subscribed = set(tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ? AND active", (user.id,)))
     result = []
     for channel_id in channel_ids:
-        channel = get_channel_by_id(tx, channel_id)
-        if channel is not None and has_metadata_access(tx, user, channel):
-            result.append(channel_object(tx, channel, tx.now))
+        channel = objects.channels.get(channel_id)
+        if channel is not None and has_metadata_access(tx, user, channel, channel_id in subscribed):
+            result.append(dict(objects.object(channel_id)))
     return result
 
 
@@ -203,13 +216,15 @@ def fetch_initial_state(
         return wanted is None or kind in wanted
 
     state: dict[str, Any] = realm_state(tx, realm, options["server_generation"])
-    state.update(_user_and_realm_state(tx, user, realm, want, options))
+    # Channel objects are built once each (from a few queries over all channels) when a section shows them.
+    objects = ChannelObjects(tx) if want("stream") or want("subscription") or want("default_streams") else None
+    state.update(_user_and_realm_state(tx, user, realm, want, options, objects))
     if want("message"):
         state["max_message_id"] = users.max_message_id(tx, user)
     if want("update_message_flags") or want("message"):
         state["unread_msgs"] = unread_msgs(tx, user.id, options.get("empty_topic_name", False))
     if want("subscription"):
-        state.update(subscription_state(tx, user, options["include_subscribers"]))
+        state.update(subscription_state(tx, user, options["include_subscribers"], objects))
     if want("realm_user"):
         everyone = users.list_user_objects(tx, user, realm, None, options["client_gravatar"], False)
         state["realm_users"] = [u for u in everyone if u["is_active"]]

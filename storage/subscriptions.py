@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
@@ -409,15 +410,24 @@ RECENT_SUBSCRIBERS_SQL = (
 )
 
 
-def list_subscriptions(tx: Tx, user: User, include_subscribers: str = "false") -> list[dict[str, Any]]:
-    """Return the user's active subscription objects sorted by channel name (archived ones too)."""
+def list_subscriptions(
+    tx: Tx,
+    user: User,
+    include_subscribers: str = "false",
+    channel_fields: Callable[[int], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Return the user's active subscription objects sorted by channel name (archived ones too).
+
+    channel_fields(channel_id), if given, returns the channel's object (POST /register builds them in bulk).
+    """
     if include_subscribers not in INCLUDE_SUBSCRIBERS:
         raise ApiError("Invalid include_subscribers")
     rows = tx.all(LIST_SUBSCRIPTIONS_SQL, (user.id,))
     result = []
     for row in sorted(rows, key=lambda r: r["name"]):
         channel = msgspec.convert(dict(row), Channel, strict=False)
-        result.append(subscription_object(tx, channel, row, _subscribers(tx, channel, include_subscribers)))
+        fields = None if channel_fields is None else channel_fields(channel.id)
+        result.append(subscription_object(tx, channel, row, _subscribers(tx, channel, include_subscribers), fields))
     return result
 
 

@@ -62,18 +62,42 @@ def event_size(body: dict[str, Any]) -> int:
     return len(_encode(body)) + EVENT_OVERHEAD
 
 
+class Body(dict[str, Any]):
+    """An event as queues hold it (without its id) and its JSON, encoded once for every poll that answers it."""
+
+    __slots__ = ("json",)
+    json: bytes
+
+
+def prepared(body: dict[str, Any], encoded: bytes | None = None) -> tuple[Body, int]:
+    """The body as a Body (itself if it is one) and its size; `encoded` is its JSON when already known."""
+    if isinstance(body, Body):
+        return body, len(body.json) + EVENT_OVERHEAD
+    result = Body(body)
+    result.json = _encode(result) if encoded is None else encoded
+    return result, len(result.json) + EVENT_OVERHEAD
+
+
+def entry_json(event_id: int, body: Body) -> bytes:
+    """The JSON of `{**body, "id": event_id}` (a queued event as a poll answers it), from the body's JSON."""
+    if "id" in body or not body:  # the id would replace a key in place, or there is no key to follow
+        return _encode({**body, "id": event_id})
+    return b'%s,"id":%d}' % (body.json[:-1], event_id)
+
+
 class Fanout:
-    """One published event on its way to many queues: each of its forms built and sized once."""
+    """One published event on its way to many queues: each of its forms built, encoded and sized once."""
 
     __slots__ = ("event", "plain", "messages", "forms")
 
     def __init__(self, event: dict[str, Any]) -> None:
         self.event = event
         self.plain = {k: v for k, v in event.items() if not k.startswith("_")}
-        self.messages: dict[tuple[bool, bool, bool], dict[str, Any]] = {}  # by message_form
-        self.forms: dict[Any, tuple[dict[str, Any], int]] = {}
+        # A message's forms (by message_form) and their JSON, shared by the bodies of every flag set.
+        self.messages: dict[tuple[bool, bool, bool], tuple[dict[str, Any], msgspec.Raw]] = {}
+        self.forms: dict[Any, tuple[Body, int]] = {}
 
-    def form(self, queue: EventQueue, flags: list[str] | None = None) -> tuple[dict[str, Any], int]:
+    def form(self, queue: EventQueue, flags: list[str] | None = None) -> tuple[Body, int]:
         """The body (without an id) and size of the event for this queue; flags for message events."""
         key: Any = None
         if self.event["type"] == "message":
@@ -87,26 +111,28 @@ class Fanout:
         found = self.forms.get(key)
         if found is None:
             if key is None:
-                body = self.plain
+                found = prepared(self.plain)
             elif key[0] == "presence":
-                body = presence_event_form(self.event, key[1], key[2])
+                found = prepared(presence_event_form(self.event, key[1], key[2]))
             elif key[0] == "empty_topic":
-                body = empty_topic_form(self.plain, TOPIC_FIELDS[self.event["type"]], key[1])
+                found = prepared(empty_topic_form(self.plain, TOPIC_FIELDS[self.event["type"]], key[1]))
             else:
-                body = self._message_body(*key)
-            found = self.forms[key] = (body, event_size(body))
+                found = self._message_body(*key)
+            self.forms[key] = found
         return found
 
-    def _message_body(self, variant: tuple[bool, bool, bool], flags: tuple[str, ...], own: bool) -> dict[str, Any]:
-        message = self.messages.get(variant)
-        if message is None:
-            message = self.messages[variant] = _format_message(self.event, *variant)
+    def _message_body(self, variant: tuple[bool, bool, bool], flags: tuple[str, ...], own: bool) -> tuple[Body, int]:
+        cached = self.messages.get(variant)
+        if cached is None:
+            message = _format_message(self.event, *variant)
+            cached = self.messages[variant] = (message, msgspec.Raw(_encode(message)))
         body = dict(self.plain)
-        body["message"] = message
+        body["message"] = cached[0]
         if own:
             body["local_message_id"] = self.event[LOCAL].get("local_id")
         body["flags"] = list(flags)
-        return body
+        # The message's JSON is spliced in as it is: encoded once per form, not once per flag set.
+        return prepared(body, _encode({**body, "message": cached[1]}))
 
 
 def message_form(queue: EventQueue, event: dict[str, Any]) -> tuple[bool, bool, bool]:

@@ -4,7 +4,8 @@ All of it lives on the IOLoop thread: publishing happens after a commit in a han
 so there is no locking. A queue holds at most `max_queue_bytes` of events (each counted as its
 JSON plus EVENT_OVERHEAD) and MAX_EVENTS events; a client that falls further behind, polling or
 not, has its queue dropped and is told (BAD_EVENT_QUEUE_ID) to register again. Queues share the
-bodies of the events they hold (tornchat/event_forms.py), and so does the saved-queues file.
+bodies of the events they hold (tornchat/event_forms.py), and so does the saved-queues file. A
+body carries its JSON, encoded once: a poll's answer is assembled from those bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import msgspec
 from storage.errors import ApiError
 from storage.groups import ROLE_MEMBER
 from storage.messages import PUBLIC_CHANNEL
-from tornchat.event_forms import Fanout, event_size, flags_for, matches_narrow
+from tornchat.event_forms import Body, Fanout, entry_json, flags_for, matches_narrow, prepared
 from tornchat.settings import DEFAULT_MAX_QUEUE_BYTES
 
 log = logging.getLogger("tornchat.events")
@@ -35,7 +36,7 @@ MAX_LIFESPAN = 7 * 86400
 SAVED_FORMAT = 2
 
 # A queued event: (its id in this queue, its body without the id, its size in bytes).
-Entry = tuple[int, dict[str, Any], int]
+Entry = tuple[int, Body, int]
 
 
 def bad_queue(queue_id: str) -> ApiError:
@@ -78,12 +79,16 @@ class EventQueue:
         self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.last_message_id: int | None = None  # never deliver one message twice to a queue
-        self.onlooker_copy: dict[str, Any] | None = None  # see EventQueues._deliver_message
+        self.onlooker_copy: Body | None = None  # see EventQueues._deliver_message
 
     @property
     def events(self) -> list[dict[str, Any]]:
         """The queued events as a poll answers them."""
         return [{**body, "id": event_id} for event_id, body, _ in self.entries]
+
+    def events_json(self) -> bytes:
+        """The JSON of `events`, joined from the bodies' encoded JSON."""
+        return b"[" + b",".join([entry_json(event_id, body) for event_id, body, _ in self.entries]) + b"]"
 
     @property
     def parked(self) -> bool:
@@ -94,8 +99,12 @@ class EventQueue:
             self.waiter.set_result(None)
 
     def push(self, body: dict[str, Any], size: int | None = None) -> None:
-        """Queue an event body (never changed afterwards; it may be shared) under the next id."""
-        size = event_size(body) if size is None else size
+        """Queue an event body (never changed afterwards; it may be shared) under the next id.
+
+        A Body is queued as it is (with its size, if given); any other dict becomes one.
+        """
+        if not isinstance(body, Body) or size is None:
+            body, size = prepared(body)
         # One event always fits an empty queue: its client is not behind, however large the event.
         if self.entries and (len(self.entries) >= MAX_EVENTS or self.size + size > self.max_bytes):
             self._overflow()
@@ -119,7 +128,7 @@ class EventQueue:
         self.size = 0
         self.wake()
 
-    def _coalesce(self, event_id: int, body: dict[str, Any]) -> bool:
+    def _coalesce(self, event_id: int, body: Body) -> bool:
         """Merge a flag event into an identical queued one (Zulip's virtual events); True if merged.
 
         A storm of "mark as read" requests then costs one queued event. Removing `read` is never
@@ -133,13 +142,12 @@ class EventQueue:
         same = last["type"] == "update_message_flags" and not last.get("all")
         if not (same and (last["operation"], last["flag"]) == (body["operation"], body["flag"])):
             return False
-        merged = {**last, "messages": sorted(set(last["messages"]) | set(body["messages"]))}
-        size = event_size(merged)
+        merged, size = prepared({**last, "messages": sorted(set(last["messages"]) | set(body["messages"]))})
         self.entries[-1] = (event_id, merged, size)
         self.size += size - last_size
         return True
 
-    def replace(self, body: dict[str, Any], new: tuple[dict[str, Any], int] | None) -> None:
+    def replace(self, body: Body, new: tuple[Body, int] | None) -> None:
         """Put a new (body, size) in place of a queued body (found by identity), or drop the event if None."""
         for index in range(len(self.entries) - 1, -1, -1):
             event_id, queued, size = self.entries[index]
@@ -303,7 +311,7 @@ class EventQueues:
         Each event body is written once however many queues hold it; a queue lists its events'
         ids and the indexes of their bodies (flat lists of integers: quick to write and to read).
         """
-        bodies: list[dict[str, Any]] = []
+        bodies: list[msgspec.Raw] = []  # each body's JSON, as encoded when it was queued
         index_of: dict[int, int] = {}  # id(body) -> its index in bodies; bodies are alive meanwhile
         saved = []
         for queue in self.queues.values():
@@ -314,7 +322,7 @@ class EventQueues:
                 index = index_of.get(id(body))
                 if index is None:
                     index = index_of[id(body)] = len(bodies)
-                    bodies.append(body)
+                    bodies.append(msgspec.Raw(body.json))
                 indexes.append(index)
             event_ids = [event_id for event_id, _, _ in queue.entries]
             saved.append({**queue.snapshot(), "event_ids": event_ids, "event_bodies": indexes})
@@ -357,8 +365,13 @@ def parse_saved(data: bytes) -> list[EventQueue]:
         saved = _upgrade(saved)
     if saved["format"] != SAVED_FORMAT:
         raise ValueError(f"unknown format {saved['format']!r}")
-    bodies = saved["bodies"]
-    sizes = [event_size(body) for body in bodies]
+    bodies, sizes = [], []
+    for body in saved["bodies"]:
+        if not isinstance(body, dict):
+            raise TypeError(f"an event body is a {type(body).__name__}")
+        body, size = prepared(body)
+        bodies.append(body)
+        sizes.append(size)
     queues = []
     for item in saved["queues"]:
         queue = _restore(item)

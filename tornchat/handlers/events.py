@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 import msgspec
@@ -150,11 +151,17 @@ class RegisterHandler(BaseHandler):
 
 
 class EventsHandler(BaseHandler):
-    """Long-polls park here until their queue has an event, a heartbeat is due, or the client leaves."""
+    """Long-polls park here until their queue has an event, a heartbeat is due, or the client leaves.
+
+    One event wakes many parked polls at once: each answer is assembled from its events' JSON
+    (encoded once per form when published), carries no ETag (a poll's answer is never the same
+    twice), and its access-log line is written after the whole wave is answered.
+    """
 
     params = {"get": GET_EVENTS, "delete": DELETE_QUEUE}
 
     waiter: asyncio.Future[None] | None = None
+    woken = False  # whether this poll was parked and woken
 
     async def get(self) -> None:
         p = self.parse()
@@ -177,7 +184,10 @@ class EventsHandler(BaseHandler):
                 self.server.queues.remove(queue.id)
                 raise bad_queue(queue.id)  # deleted or overflowed while the poll was parked
         queue.last_access = self.server.clock()
-        self.respond({"events": queue.events, "queue_id": queue.id})
+        self.respond({"events": msgspec.Raw(queue.events_json()), "queue_id": queue.id})
+
+    def compute_etag(self) -> None:
+        return None
 
     async def head(self, *args: str) -> None:  # type: ignore[override]
         await self.get()
@@ -185,15 +195,35 @@ class EventsHandler(BaseHandler):
     async def wait_for_events(self, queue: EventQueue) -> None:
         # A newer poll of the same queue replaces a parked one, which answers at once.
         queue.wake()
-        queue.waiter = self.waiter = waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        queue.waiter = self.waiter = waiter = loop.create_future()
+
+        def heartbeat() -> None:
+            if not waiter.done():
+                queue.push({"type": "heartbeat"})  # wakes this poll: the queue was empty
+                if not waiter.done():
+                    waiter.set_result(None)
+
+        timer = loop.call_later(self.server.heartbeat_seconds, heartbeat)
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), self.server.heartbeat_seconds)
-        except TimeoutError:
-            queue.push({"type": "heartbeat"})
+            await waiter
         finally:
+            timer.cancel()
             if queue.waiter is waiter:
                 queue.waiter = None
             self.waiter = None
+            self.woken = True
+
+    def _log(self) -> None:
+        # Polls woken together log after the last of them is answered, not between their answers.
+        if not self.woken:
+            super()._log()
+            return
+        loop = asyncio.get_running_loop()
+        log = DEFERRED_LOGS.get(loop)
+        if log is None:
+            log = DEFERRED_LOGS[loop] = DeferredLog(loop)
+        log.add(self)
 
     def on_connection_close(self) -> None:
         # The client left: free the parked poll at once instead of at the heartbeat.
@@ -205,6 +235,40 @@ class EventsHandler(BaseHandler):
         self.server.queues.get(p.queue_id, self.user.id)
         self.server.queues.remove(p.queue_id)
         self.respond()
+
+
+class DeferredLog:
+    """Woken polls whose access-log lines are due: written once no poll has been woken for QUIET
+    seconds (the wave is answered), or at the latest MAX_DELAY seconds after the first. Each line
+    keeps the duration measured when its poll finished."""
+
+    QUIET = 0.02
+    MAX_DELAY = 1.0
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.pending: list[EventsHandler] = []
+        self.first = self.last = 0.0
+
+    def add(self, handler: EventsHandler) -> None:
+        self.last = self.loop.time()
+        if not self.pending:
+            self.first = self.last
+            self.loop.call_later(self.QUIET, self.write)
+        self.pending.append(handler)
+
+    def write(self) -> None:
+        now = self.loop.time()
+        if now - self.last < self.QUIET and now - self.first < self.MAX_DELAY:
+            self.loop.call_later(self.QUIET, self.write)
+            return
+        handlers, self.pending = self.pending, []
+        for handler in handlers:
+            super(EventsHandler, handler)._log()
+
+
+# Per event loop (one per server: tests run several), its deferred access-log lines.
+DEFERRED_LOGS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeferredLog] = weakref.WeakKeyDictionary()
 
 
 ROUTES = [(r"/register", RegisterHandler), (r"/events", EventsHandler)]

@@ -1,0 +1,159 @@
+"""Every channel's API object at once, for POST /register (streams, subscriptions, never_subscribed).
+
+channels.channel_object builds one channel's object with about twenty queries (each group
+setting, the post policy, the subscriber count, the message statistics). A registration shows
+every channel the user may know of, twice for most of them; here each object is built once from
+a few queries over all channels: the objects equal channel_object's, key for key and in the same
+order (tests/test_register_cost.py compares them).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import msgspec
+
+from storage.channels import (
+    CHANNEL_COLUMNS,
+    CHANNEL_SETTINGS,
+    POST_POLICY_BY_GROUP,
+    RECENTLY_ACTIVE_SECONDS,
+    TRAFFIC_WINDOW_SECONDS,
+    WEEK,
+    Channel,
+)
+from storage.db import Tx
+
+# Active subscribers per channel; deactivated users are few: a list, not a join (half the time).
+SUBSCRIBER_COUNTS_SQL = (
+    "SELECT channel_id, count(*) FROM subscriptions"
+    " WHERE active AND user_id NOT IN (SELECT id FROM users WHERE NOT is_active) GROUP BY channel_id"
+)
+# Anonymous groups (a setting's {direct_members, direct_subgroups}): their active members and subgroups.
+ANONYMOUS_MEMBERS_SQL = (
+    "SELECT m.group_id, m.user_id FROM user_group_members AS m JOIN users AS u ON u.id = m.user_id"
+    " WHERE u.is_active AND m.group_id IN (SELECT id FROM user_groups WHERE name IS NULL)"
+    " ORDER BY m.group_id, m.user_id"
+)
+ANONYMOUS_SUBGROUPS_SQL = (
+    "SELECT supergroup_id, subgroup_id FROM user_group_subgroups"
+    " WHERE supergroup_id IN (SELECT id FROM user_groups WHERE name IS NULL) ORDER BY supergroup_id, subgroup_id"
+)
+
+
+class ChannelObjects:
+    """The channels of the realm (archived ones too) and their API objects, read in one transaction."""
+
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+        self._objects: dict[int, dict[str, Any]] = {}
+        self._since: dict[int, int | None] = {}  # a moment: the first message sent then or later
+
+    @functools.cached_property
+    def channels(self) -> dict[int, Channel]:
+        """Every channel by id."""
+        fields = Channel.__struct_fields__
+        rows = self.tx.execute(f"SELECT {CHANNEL_COLUMNS} FROM channels").fetchall()
+        return {row[0]: msgspec.convert(dict(zip(fields, row, strict=True)), Channel, strict=False) for row in rows}
+
+    @functools.cached_property
+    def _groups(self) -> dict[int, tuple[str | None, bool]]:
+        rows = self.tx.execute("SELECT id, name, is_system_group FROM user_groups")
+        return {row[0]: (row[1], bool(row[2])) for row in rows}
+
+    @functools.cached_property
+    def _members(self) -> dict[int, list[int]]:
+        return _grouped(self.tx, ANONYMOUS_MEMBERS_SQL)
+
+    @functools.cached_property
+    def _subgroups(self) -> dict[int, list[int]]:
+        return _grouped(self.tx, ANONYMOUS_SUBGROUPS_SQL)
+
+    @functools.cached_property
+    def _subscribers(self) -> dict[int, int]:
+        return dict(self.tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall())
+
+    @functools.cached_property
+    def _recipients(self) -> dict[int, int]:
+        return dict(self.tx.execute("SELECT type_id, id FROM recipients WHERE type = 2").fetchall())
+
+    def object(self, channel_id: int) -> dict[str, Any]:
+        """channels.channel_object of this channel (shared: copy it before changing it)."""
+        found = self._objects.get(channel_id)
+        if found is None:
+            found = self._objects[channel_id] = self._build(self.channels[channel_id])
+        return found
+
+    def _build(self, channel: Channel) -> dict[str, Any]:
+        name, system = self._groups.get(channel.can_send_message_group, (None, False))
+        post_policy = POST_POLICY_BY_GROUP.get(name, 1) if system and name is not None else 1
+        result: dict[str, Any] = {
+            "stream_id": channel.id,
+            "name": channel.name,
+            "description": channel.description,
+            "rendered_description": channel.rendered_description,
+            "date_created": channel.date_created,
+            "creator_id": channel.creator_id,
+            "invite_only": channel.invite_only,
+            "is_web_public": channel.is_web_public,
+            "is_announcement_only": post_policy == 2,
+            "stream_post_policy": post_policy,
+            "history_public_to_subscribers": channel.history_public_to_subscribers,
+            **self._statistics(channel),
+            "folder_id": channel.folder_id,
+            "topics_policy": channel.topics_policy,
+            "message_retention_days": channel.message_retention_days,
+            "is_archived": channel.is_archived,
+            "subscriber_count": self._subscribers.get(channel.id, 0),
+        }
+        for setting in CHANNEL_SETTINGS:
+            result[setting] = self._setting_value(getattr(channel, setting))
+        return result
+
+    def _setting_value(self, group_id: int) -> int | dict[str, list[int]]:
+        """groups.setting_value, from the groups read at the start."""
+        if self._groups.get(group_id, (None, False))[0] is not None:
+            return group_id
+        return {
+            "direct_members": list(self._members.get(group_id, ())),
+            "direct_subgroups": list(self._subgroups.get(group_id, ())),
+        }
+
+    def _statistics(self, channel: Channel) -> dict[str, Any]:
+        """channels.message_statistics, each moment's first message looked up once for all channels."""
+        now = self.tx.now
+        recipient = self._recipients.get(channel.id)
+        first = None if recipient is None else self.tx.value(
+            "SELECT id FROM messages WHERE recipient_id = ? ORDER BY id LIMIT 1", (recipient,)
+        )  # fmt: skip
+        age = now - channel.date_created
+        traffic = None
+        if age >= WEEK:
+            window = min(age, TRAFFIC_WINDOW_SECONDS)
+            traffic = round(self._count_since(recipient, now - window, None) * WEEK / window)
+        recently_active = (
+            age < RECENTLY_ACTIVE_SECONDS or self._count_since(recipient, now - RECENTLY_ACTIVE_SECONDS, 1) > 0
+        )
+        return {"first_message_id": first, "stream_weekly_traffic": traffic, "is_recently_active": recently_active}
+
+    def _count_since(self, recipient_id: int | None, moment: float, limit: int | None) -> int:
+        if recipient_id is None:
+            return 0
+        key = int(moment)
+        if key not in self._since:
+            self._since[key] = self.tx.value(
+                "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1", (key,)
+            )
+        since = self._since[key]
+        if since is None:
+            return 0
+        query = "SELECT count(*) FROM (SELECT 1 FROM messages WHERE recipient_id = ? AND id >= ? LIMIT ?)"
+        return int(self.tx.value(query, (recipient_id, since, -1 if limit is None else limit)))
+
+
+def _grouped(tx: Tx, sql: str) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = {}
+    for key, value in tx.execute(sql):
+        result.setdefault(key, []).append(value)
+    return result
