@@ -53,15 +53,18 @@ def test_index_revalidates_with_its_etag(live):
     assert again.status_code == 304 and again.content == b""
 
 
-def test_head_of_the_index_has_headers_and_no_body(live):
-    connection = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
-    connection.request("HEAD", "/")
-    response = connection.getresponse()
-    assert response.status == 200
-    assert response.getheader("Content-Type") == "text/html; charset=utf-8"
-    assert int(response.getheader("Content-Length")) == len(get(live, "/").content)
-    assert response.read() == b""
-    connection.close()
+def test_head_has_the_headers_and_no_body(live):
+    digest = current_hash(live)
+    pages = [("/", "text/html; charset=utf-8"), (f"/static/{digest}/app.js", "text/javascript; charset=utf-8")]
+    for path, kind in pages:
+        connection = http.client.HTTPConnection("127.0.0.1", live.port, timeout=10)
+        connection.request("HEAD", path)
+        response = connection.getresponse()
+        assert response.status == 200
+        assert response.getheader("Content-Type") == kind
+        assert int(response.getheader("Content-Length")) == len(get(live, path).content)
+        assert response.read() == b""
+        connection.close()
 
 
 def test_hashed_assets_are_cached_for_a_year_with_their_types(live):
