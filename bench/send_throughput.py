@@ -7,12 +7,14 @@ process: SENDERS asyncio keep-alive connections, each sending its next message a
 previous one is answered (closed loop), COUNT messages per channel after WARMUP unmeasured ones.
 Prints msg/s and the p50/p99 latency of the answers.
 
-The floor, measured in the same run on a copy of the same database (same schema, same pragmas:
-WAL, synchronous NORMAL, foreign keys on): plain sqlite3 in this process storing the same rows per
-message, one `messages` row and one `user_messages` row per subscriber (flags 0, the sender's read),
-one transaction per message (BEGIN IMMEDIATE ... COMMIT), one message at a time. It has no HTTP,
-no validation, no rendering, no events: the cost of the SQLite rows alone, committed one by one.
-The ratio is tornchat's msg/s over the floor's.
+The floor, measured in the same run on a copy of the same database (same schema, the same
+connection settings as the server's: storage.db.connect() and its WAL checkpoint interval): plain
+sqlite3 in this process storing the same rows per message, one `messages` row and one
+`user_messages` row per subscriber (flags 0, the sender's read), one transaction per message
+(BEGIN IMMEDIATE ... COMMIT), one message at a time. It has no HTTP, no validation, no rendering,
+no events: the cost of the SQLite rows alone, committed one by one. The ratio is tornchat's msg/s
+over the floor's. A second figure, "floor xN", stores the same rows N (= SENDERS) messages per
+transaction: what the rows cost when every commit is shared as widely as the senders allow.
 Usage: python bench/send_throughput.py [--subscribers 1000] [--history 1000] [--count 300] [--profile DIR]
 """
 
@@ -36,7 +38,7 @@ from capacity_load import FILLER, Connection, Person  # noqa: E402
 
 from storage import recipients, subscriptions, users  # noqa: E402
 from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database  # noqa: E402
+from storage.db import WAL_AUTOCHECKPOINT, Database, connect  # noqa: E402
 from storage.realm import get_realm  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
@@ -88,20 +90,20 @@ def build(data_dir: str, count: int, history: int, senders: int) -> tuple[list[P
 # --------------------------------------------------------------------------- the floor
 
 
-def floor(path: str, channel_id: int, recipient_id: int, sender_ids: list[int], count: int) -> list[float]:
-    """Store COUNT messages as bare rows, one transaction each; return each message's seconds."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
+def floor(path: str, ids: tuple[int, int], sender_ids: list[int], count: int, batch: int = 1) -> list[float]:
+    """Store COUNT messages as bare rows, BATCH per transaction; return each transaction's seconds."""
+    channel_id, recipient_id = ids
+    conn = connect(path)  # tornchat's pragmas, and the server's checkpoint interval
+    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT}")
     query = "SELECT user_id FROM subscriptions WHERE channel_id = ?"
     receivers = [row[0] for row in conn.execute(query, (channel_id,))]
     text = f"floor {FILLER}"
     times = []
     for n in range(count):
         sender = sender_ids[n % len(sender_ids)]
-        started = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
+        if n % batch == 0:
+            started = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
         message_id = conn.execute(
             "INSERT INTO messages (sender_id, recipient_id, channel_id, topic, topic_key, content, rendered_content,"
             " date_sent, client) VALUES (?, ?, ?, 'floor', 'floor', ?, ?, ?, 'bench')",
@@ -111,8 +113,9 @@ def floor(path: str, channel_id: int, recipient_id: int, sender_ids: list[int], 
             "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)",
             [(user_id, message_id, int(user_id == sender)) for user_id in sorted(receivers)],
         )
-        conn.execute("COMMIT")
-        times.append(time.perf_counter() - started)
+        if n % batch == batch - 1 or n == count - 1:
+            conn.execute("COMMIT")
+            times.append(time.perf_counter() - started)
     conn.close()
     return times
 
@@ -189,9 +192,12 @@ def main() -> None:
                 subscribers = args.subscribers if channel == "big" else SMALL
                 shape = f"{subscribers} subscribers), {args.senders} senders, {args.count} messages"
                 print(f"channel {channel!r} ({shape}:")
-                floor(floor_db, *ids[channel], [p.id for p in senders], args.warmup)
-                times = floor(floor_db, *ids[channel], [p.id for p in senders], args.count)
+                sender_ids = [p.id for p in senders]
+                floor(floor_db, ids[channel], sender_ids, args.warmup)
+                times = floor(floor_db, ids[channel], sender_ids, args.count)
                 low = report("floor", args.count, sum(times), [t * 1000 for t in times])
+                times = floor(floor_db, ids[channel], sender_ids, args.count, len(senders))
+                shared = report(f"floor x{len(senders)}", args.count, sum(times), [t * 1000 for t in times])
                 spy = None
                 if args.profile:
                     os.makedirs(args.profile, exist_ok=True)
@@ -201,18 +207,23 @@ def main() -> None:
                 seconds, latencies = asyncio.run(send_all(port, senders, channel, args.count, args.warmup))
                 cpu = (process_cpu(server.pid) - cpu) / seconds
                 high = report("tornchat", args.count, seconds, latencies)
-                print(f"  ratio tornchat/floor {high['rate'] / low['rate']:.2f}   server CPU {cpu:.0%} of a core")
-                results[channel] = (high, low)
+                print(f"  ratio tornchat/floor {high['rate'] / low['rate']:.2f}, tornchat/floor x{len(senders)}"
+                      f" {high['rate'] / shared['rate']:.2f}; server CPU {cpu:.0%} of a core")  # fmt: skip
+                results[channel] = (high, low, shared)
                 if spy is not None:
                     spy.wait()
         finally:
             server.terminate()
             server.wait(30)
-        print("\n| channel | tornchat msg/s | p50 ms | p99 ms | floor msg/s | floor p50 ms | ratio |")
-        print("|---|---|---|---|---|---|---|")
-        for channel, (high, low) in results.items():
-            print(f"| {channel} | {high['rate']:.1f} | {high['p50']:.1f} | {high['p99']:.1f} | {low['rate']:.1f} |"
-                  f" {low['p50']:.1f} | {high['rate'] / low['rate']:.2f} |")  # fmt: skip
+        with open(os.path.join(data_dir, "server.log")) as log:
+            print("server:", *[line.split(" ", 3)[-1].strip() for line in log if "group commit" in line])
+        n = len(senders)
+        print(f"\n| channel | tornchat msg/s | p50 ms | p99 ms | floor msg/s | ratio | floor x{n} msg/s | ratio |")
+        print("|---|---|---|---|---|---|---|---|")
+        for channel, (high, low, shared) in results.items():
+            rate = high["rate"]
+            print(f"| {channel} | {rate:.1f} | {high['p50']:.1f} | {high['p99']:.1f} | {low['rate']:.1f} |"
+                  f" {rate / low['rate']:.2f} | {shared['rate']:.1f} | {rate / shared['rate']:.2f} |")  # fmt: skip
         print(f"load after: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

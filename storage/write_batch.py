@@ -10,6 +10,8 @@ submits (the event loop's) on the Database's one connection: other writes never 
 
 from __future__ import annotations
 
+import collections
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,29 +19,43 @@ from storage.db import Call, Database, Outcome
 
 # Calls per transaction at most: a longer queue is split, so one batch cannot hold every caller long.
 MAX_BATCH = 64
-# How many times a flush waits one more turn of the loop while new calls keep arriving.
-MAX_GATHER_TURNS = 2
+# The longest a flush waits for the callers it expects (as many as the largest of the last RECENT
+# batches), and the share of the last batch's duration it may wait: a short batch is not worth a
+# long wait. Senders answered by one batch come back while the next is queued: waiting a little
+# for them merges two half batches (two COMMITs) into one.
+GATHER_SECONDS = 0.005
+GATHER_SHARE = 0.25
+RECENT = 8
 
 Done = Callable[[BaseException | None, Any], None]
 Schedule = Callable[[Callable[[], None]], None]
+ScheduleLater = Callable[[float, Callable[[], None]], None]
 
 
 class WriteBatcher:
     """Collects write calls and runs them in batches on the next turns of the loop.
 
-    `schedule(fn)` must run fn soon on the same thread (the event loop's call_soon). `submit` queues
-    a call and its `done(error, result)` callback; the first call of a batch schedules the flush.
+    `schedule(fn)` runs fn soon on the same thread (the event loop's call_soon), `schedule_later(delay,
+    fn)` after a delay. The first call queued schedules a flush. A flush runs what is queued unless
+    fewer calls wait than the largest of the last batches held (the senders' concurrency); then it
+    waits (GATHER_SECONDS at most) for the rest and runs as soon as they are all queued. A lone
+    sender never waits.
     """
 
-    def __init__(self, db: Database, schedule: Schedule, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, db: Database, schedule: Schedule, schedule_later: ScheduleLater, max_batch: int = MAX_BATCH
+    ) -> None:
         self.db = db
         self.schedule = schedule
+        self.schedule_later = schedule_later
         self.max_batch = max_batch
         self.pending: list[tuple[Call, Done]] = []
-        self.scheduled = False
-        self._seen = 0  # queue length at the last look: a growing queue waits one more turn
-        self._turns = 0
-        self.batches = 0  # transactions committed (or attempted), for tests and benchmarks
+        self.scheduled = False  # a flush is due (soon, or when the wait ends)
+        self.recent: collections.deque[int] = collections.deque([1], maxlen=RECENT)  # sizes of the last batches
+        self.last_seconds = 0.0  # how long the last batch took
+        self._waiting = False  # the due flush is the end of a wait
+        self._token = 0  # only the newest scheduled flush runs
+        self.batches = 0  # transactions committed (or attempted), for logs and benchmarks
         self.calls = 0
 
     def submit(self, done: Done, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -47,24 +63,44 @@ class WriteBatcher:
         self.pending.append(((fn, args, kwargs), done))
         if not self.scheduled:
             self.scheduled = True
-            self._seen, self._turns = 0, 0
-            self.schedule(self._flush)
+            self._arm(None)
+        elif self._waiting and len(self.pending) >= self.expected:
+            self._arm(None)  # everyone expected is here: stop waiting
+
+    def _arm(self, delay: float | None) -> None:
+        self._token += 1
+        token = self._token
+        self._waiting = delay is not None
+
+        def flush() -> None:
+            if token == self._token:
+                self._flush()
+
+        if delay is None:
+            self.schedule(flush)
+        else:
+            self.schedule_later(delay, flush)
+
+    @property
+    def expected(self) -> int:
+        return min(max(self.recent), self.max_batch)
 
     def _flush(self) -> None:
-        # Requests read in the same turn of the loop reach their handlers a turn or two apart:
-        # while the queue still grows and is short of a full batch, wait a turn (at most a few).
-        waiting = len(self.pending)
-        if waiting > self._seen and waiting < self.max_batch and self._turns < MAX_GATHER_TURNS:
-            self._seen, self._turns = waiting, self._turns + 1
-            self.schedule(self._flush)
+        wait = min(GATHER_SECONDS, GATHER_SHARE * self.last_seconds)
+        if not self._waiting and len(self.pending) < self.expected and wait > 0:
+            self._arm(wait)
             return
         batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
         self.scheduled = False
-        if self.pending:
-            self.scheduled = True
-            self._seen, self._turns = 0, MAX_GATHER_TURNS
-            self.schedule(self._flush)
-        self.run(batch)
+        started = time.perf_counter()
+        try:
+            self.run(batch)
+        finally:
+            self.last_seconds = time.perf_counter() - started
+            self.recent.append(len(batch))
+            if self.pending and not self.scheduled:
+                self.scheduled = True
+                self._arm(None)
 
     def run(self, batch: list[tuple[Call, Done]]) -> None:
         """Run one batch now and answer its callers in order."""

@@ -26,9 +26,14 @@ class Held:
         self.live = live
         self.batcher: WriteBatcher = live.server.writes.batcher
         self.flushes: list[Any] = []
-        self.original = self.batcher.schedule
+        self.original = (self.batcher.schedule, self.batcher.schedule_later)
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=8)
-        live.call(lambda: setattr(self.batcher, "schedule", self.flushes.append))
+
+        def hold() -> None:
+            self.batcher.schedule = self.flushes.append
+            self.batcher.schedule_later = lambda delay, fn: self.flushes.append(fn)
+
+        live.call(hold)
 
     def send(self, client: Client, *args: Any, **params: Any) -> concurrent.futures.Future[Any]:
         """Send in the background (a client of its own: one connection per send); wait until it is queued."""
@@ -48,7 +53,7 @@ class Held:
             before = self.batcher.batches
             while self.flushes:
                 self.flushes.pop(0)()
-            self.batcher.schedule = self.original
+            self.batcher.schedule, self.batcher.schedule_later = self.original
             return self.batcher.batches - before
 
         batches = self.live.call(run)

@@ -118,7 +118,7 @@ path, owner_id = sys.argv[1], int(sys.argv[2])
 db = Database(path)
 owner = db.read(get_user_by_id, owner_id)
 flushes = []
-batcher = WriteBatcher(db, flushes.append)
+batcher = WriteBatcher(db, flushes.append, lambda delay, fn: flushes.append(fn))
 
 def answered(error, result):
     print(result if error is None else f"error {error}", flush=True)

@@ -158,6 +158,8 @@ class Server:
             self.queues.save(self.queues_path)
         if self.push_sender is not None:
             self.push_sender.stop()
+        batcher = self.writes.batcher
+        logging.getLogger("tornchat").info("group commit: %d sends in %d transactions", batcher.calls, batcher.batches)
         self.db.close()
 
 

@@ -16,11 +16,15 @@ class WriteQueue:
     """Runs write calls through a WriteBatcher on the running event loop; each call is a future."""
 
     def __init__(self, db: Database) -> None:
-        self.batcher = WriteBatcher(db, self._schedule)
+        self.batcher = WriteBatcher(db, self._schedule, self._schedule_later)
 
     @staticmethod
     def _schedule(fn: Callable[[], None]) -> None:
         asyncio.get_running_loop().call_soon(fn)
+
+    @staticmethod
+    def _schedule_later(delay: float, fn: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(delay, fn)
 
     def write(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> asyncio.Future[R]:
         """Queue fn(tx, *args, **kwargs); the future holds its result once the batch's COMMIT returned."""
