@@ -262,6 +262,10 @@ class DeferredLog:
         if now - self.last < self.QUIET and now - self.first < self.MAX_DELAY:
             self.loop.call_later(self.QUIET, self.write)
             return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the pending lines now."""
         handlers, self.pending = self.pending, []
         for handler in handlers:
             super(EventsHandler, handler)._log()

@@ -1,0 +1,113 @@
+"""POST /register's channel objects built in bulk (issue 12 point 5) equal channels.channel_object's."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from storage import groups, subscriptions
+from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
+from storage.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects
+from storage.users import get_user_by_id
+from tests.channel_helpers import archive, make_channel
+from tests.events_helpers import register, send_stream
+from tests.helpers import assert_success
+
+DAY = 86400
+
+
+def group_id(live, name):
+    return live.read(groups.system_group_id, name)
+
+
+@pytest.fixture
+def realm(live):
+    """Channels of every kind, with traffic of several ages, and a deactivated subscriber."""
+    live.write(lambda tx: tx.execute("UPDATE realm SET enable_spectator_access = 1"))
+    member, guest, leaving = live.make_user(), live.make_user(role="guest"), live.make_user()
+    everyone = [live.owner.id, member.id, guest.id, leaving.id]
+    moderators = group_id(live, "role:moderators")
+    make_channel(live, "old quiet", everyone)
+    live.clock.advance(200 * DAY)  # "old quiet" has no message in 180 days
+    make_channel(live, "general", everyone)
+    make_channel(live, "secret", [live.owner.id, member.id], invite_only=True)
+    make_channel(live, "web", [member.id], is_web_public=True)
+    make_channel(live, "news", everyone, can_send_message_group=group_id(live, "role:administrators"))
+    make_channel(
+        live,
+        "mixed",
+        [member.id, leaving.id],
+        can_send_message_group=moderators,
+        can_administer_channel_group={"direct_members": [member.id, leaving.id], "direct_subgroups": [moderators]},
+    )
+    gone = make_channel(live, "gone", [member.id])
+    for n in range(3):
+        send_stream(live.owner, "general", f"early {n}")
+    live.clock.advance(10 * DAY)  # traffic counts from a window at least a week old
+    send_stream(live.owner, "general", "late")
+    send_stream(live.owner, "secret", "late")
+    send_stream(live.owner, "mixed", "late")
+    archive(live, gone)
+    assert_success(live.owner.delete(f"/users/{leaving.id}"))
+    return {"member": member, "guest": guest}
+
+
+def test_every_channel_object_equals_channel_object(live, realm):
+    def both(tx):
+        objects = ChannelObjects(tx)
+        pairs = []
+        for channel_id in sorted(objects.channels):
+            single = channel_object(tx, get_channel_by_id(tx, channel_id), tx.now)
+            pairs.append((msgspec.json.encode(objects.object(channel_id)), msgspec.json.encode(single)))
+        return pairs
+
+    pairs = live.read(both)
+    assert len(pairs) == 7
+    for bulk, single in pairs:
+        assert bulk == single, "same keys, same order, same values"
+    shown = [msgspec.json.decode(bulk) for bulk, _ in pairs]
+    mixed = next(c for c in shown if c["name"] == "mixed")
+    assert mixed["can_administer_channel_group"]["direct_members"] == [realm["member"].id], "deactivated left out"
+    assert mixed["subscriber_count"] == 1
+    assert {c["name"]: c["is_recently_active"] for c in shown}["old quiet"] is False
+    assert next(c for c in shown if c["name"] == "general")["stream_weekly_traffic"] is not None
+
+
+@pytest.mark.parametrize("who", ["owner", "member", "guest"])
+@pytest.mark.parametrize("include_subscribers", ["false", "true", "partial"])
+def test_register_sections_equal_the_per_channel_path(live, realm, who, include_subscribers):
+    """streams, subscriptions, unsubscribed and never_subscribed as the per-channel code builds them."""
+    client = live.owner if who == "owner" else realm[who]
+    state = register(client, include_subscribers=include_subscribers)
+    streams, subscribed, left, never = live.read(per_channel_state, client.id, include_subscribers)
+    assert state["streams"] == streams
+    assert state["subscriptions"] == subscribed
+    assert (state["unsubscribed"], state["never_subscribed"]) == (left, never)
+    names = {c["name"] for c in state["streams"]}
+    assert ("secret" in names) is (who != "guest")
+
+
+def per_channel_state(tx, user_id, include_subscribers):
+    """The four sections from channels.channel_object, one channel at a time (the code before issue 12)."""
+    user = get_user_by_id(tx, user_id)
+    channel_ids = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
+    visible = [get_channel_by_id(tx, c) for c in channel_ids]
+    visible = [c for c in visible if has_metadata_access(tx, user, c)]
+    streams = [channel_object(tx, c, tx.now) for c in visible]
+    subscribed = subscriptions.list_subscriptions(tx, user, include_subscribers)
+    joined = {s["stream_id"] for s in subscribed}
+    gone = set(tx.column("SELECT channel_id FROM subscriptions WHERE user_id = ? AND NOT active", (user_id,)))
+    left, never = [], []
+    for channel in visible:
+        if channel.id in joined:
+            continue
+        obj = channel_object(tx, channel, tx.now)
+        if include_subscribers != "false" and has_content_access(tx, user, channel):
+            obj["subscribers"] = subscriptions.subscriber_ids(tx, channel.id)
+        (left if channel.id in gone else never).append(obj)
+    return streams, subscribed, left, never
+
+
+def test_subscriber_counts_use_the_active_subscriptions_index(live):
+    plan = live.read(lambda tx: [row[3] for row in tx.all("EXPLAIN QUERY PLAN " + SUBSCRIBER_COUNTS_SQL)])
+    assert any("INDEX subscriptions_by_channel" in step for step in plan), plan
