@@ -13,6 +13,8 @@ const ROLES = [
   [400, "Member"],
   [600, "Guest"],
 ];
+// The event types (state.js onChange kinds) that change what the panels show; "reload" is a re-register.
+const PANEL_EVENTS = new Set(["subscription", "stream", "realm_user", "reload"]);
 // No look-alike characters (0/O, 1/l/I): the password is read off a screen and typed once.
 const PASSWORD_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
 const PASSWORD_LENGTH = 18; // about 105 bits
@@ -35,7 +37,8 @@ function showError(err) {
 
 /** Runs an API call from a button: disabled while it runs, errors shown as messages. */
 async function run(button, fn) {
-  if (button) button.disabled = true;
+  const hadFocus = button && document.activeElement === button;
+  if (button) button.disabled = true; // a disabled control loses the focus: given back below
   try {
     return await fn();
   } catch (err) {
@@ -43,24 +46,46 @@ async function run(button, fn) {
     return undefined;
   } finally {
     if (button) button.disabled = false;
+    if (hadFocus && button.isConnected && isFocusLost()) button.focus();
   }
+}
+
+function isFocusLost() {
+  return !document.activeElement || document.activeElement === document.body;
 }
 
 /** Opens a dialog whose body render() rebuilds after every state change, until it closes. */
 function liveDialog(title, testid, render) {
   const body = el("div", { class: "admin-panel" });
   let stop = null;
+  let last = null; // where the keyboard last was in the panel: { row, testid }
+  body.addEventListener("focusin", (event) => {
+    const row = event.target.closest("li[data-stream-id], li[data-user-id]");
+    last = { row: row && rowSelector(row), testid: event.target.getAttribute("data-testid") };
+  });
   const dialog = openDialog(title, body, { testid, onClose: () => stop && stop() });
   const refresh = () => {
-    const focused = document.activeElement && document.activeElement.getAttribute("data-testid");
     render(body, refresh);
-    // Keep the keyboard where it was across a re-render (the same control, found by its test id).
-    const again = focused && body.querySelector(`[data-testid="${focused}"]`);
-    if (again && !body.contains(document.activeElement)) again.focus();
+    // A control drawn again (or disabled while its request ran) drops the focus: put it back on the
+    // same row's control (a Subscribe button becomes Unsubscribe), else on the same control.
+    if (!last || !isFocusLost()) return;
+    const again = last.row
+      ? body.querySelector(`${last.row} button, ${last.row} select`)
+      : last.testid && body.querySelector(`[data-testid="${last.testid}"]`);
+    if (again) again.focus();
   };
   refresh();
-  stop = onChange(refresh);
+  // Only what these panels show: a message arriving must not rebuild a list under the pointer.
+  stop = onChange((kind) => {
+    if (PANEL_EVENTS.has(kind)) refresh();
+  });
   return dialog;
+}
+
+function rowSelector(row) {
+  return row.hasAttribute("data-stream-id")
+    ? `li[data-stream-id="${row.dataset.streamId}"]`
+    : `li[data-user-id="${row.dataset.userId}"]`;
 }
 
 function sortedUsers() {
