@@ -93,13 +93,15 @@ async function send() {
     toast(err.message, "error");
     return;
   }
+  // The box empties at once (as Zulip's does) and gets its text back if the server refuses it.
   f.send.disabled = true;
+  f.content.value = "";
   try {
     await api("POST", "/messages", params);
-    f.content.value = "";
     discardDraft();
     scrollToBottom();
   } catch (err) {
+    if (!f.content.value) f.content.value = params.content;
     toast("Not sent: " + err.message, "error");
   } finally {
     f.send.disabled = false;
@@ -116,8 +118,13 @@ function sendLater() {
     return;
   }
   schedulePicker(f.laterPanel, async (timestamp) => {
-    await scheduleMessage(params, timestamp);
     f.content.value = "";
+    try {
+      await scheduleMessage(params, timestamp);
+    } catch (err) {
+      if (!f.content.value) f.content.value = params.content;
+      throw err;
+    }
     discardDraft();
   });
 }

@@ -7,9 +7,7 @@ function errorText(err) {
   if (err.code === "RATE_LIMIT_HIT" || err.status === 429) {
     const wait = Math.ceil(Number(err.body["retry-after"]) || 0);
     if (wait <= 0) return "Too many sign-in attempts. Try again later.";
-    const minutes = Math.ceil(wait / 60);
-    const when = wait < 60 ? `${wait} second${wait === 1 ? "" : "s"}` : `${minutes} minute${minutes === 1 ? "" : "s"}`;
-    return `Too many sign-in attempts. Try again in ${when}.`;
+    return `Too many sign-in attempts. Try again in ${wait} second${wait === 1 ? "" : "s"}.`;
   }
   if (err.status === 0) return "Cannot reach the server. Check your connection and try again.";
   return err.msg || "Sign-in failed.";

@@ -26,7 +26,7 @@ function avatar(message) {
 /** The server-rendered HTML, inserted as the server sanitized it (the one innerHTML of the client). */
 function contentElement(message) {
   const content = el("div", { class: "message-content rendered", "data-testid": "message-content" });
-  content.innerHTML = message.content;
+  content.innerHTML = message.match_content || message.content;
   return content;
 }
 

@@ -257,7 +257,9 @@ function replaceMessage(message) {
 // Reading: a message counts as seen when half of it (or half the list's height) is visible.
 function reobserve(row) {
   const article = row.lastChild;
-  if (article.dataset.read === "false" && view.narrow.kind !== "search") observer.observe(article);
+  if (article.dataset.read !== "false" || view.narrow.kind === "search") return;
+  observer.unobserve(article); // observe() of a watched element would not report it again
+  observer.observe(article);
 }
 
 function onIntersect(entries) {

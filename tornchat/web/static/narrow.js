@@ -30,7 +30,8 @@ export function operators(narrow) {
     case "search":
       return [{ operator: "search", operand: narrow.query }];
     default:
-      return [];
+      // The combined feed leaves out muted channels, as Zulip's does.
+      return [{ operator: "in", operand: "home" }];
   }
 }
 
@@ -61,8 +62,10 @@ export function recipientIds(message) {
 /** Whether a live message belongs in the narrow (search narrows take no live messages). */
 export function matches(narrow, message, flags = message.flags || []) {
   switch (narrow.kind) {
-    case "all":
-      return true;
+    case "all": {
+      const sub = message.type === "stream" ? state.subscriptions.get(message.stream_id) : null;
+      return !(sub && sub.is_muted);
+    }
     case "starred":
       return flags.includes("starred");
     case "mentions":
