@@ -88,6 +88,14 @@ function rowSelector(row) {
     : `li[data-user-id="${row.dataset.userId}"]`;
 }
 
+let fieldCount = 0;
+
+/** A label above its control, tied by id (W1's forms stack them in a column). */
+function field(text, control) {
+  control.id = `admin-field-${++fieldCount}`;
+  return [el("label", { for: control.id }, text), control];
+}
+
 function sortedUsers() {
   return [...state.users.values()]
     .filter((u) => u.is_active !== false && !u.is_bot)
@@ -102,20 +110,21 @@ function channelForm() {
   const isPrivate = el("input", { type: "checkbox", "data-testid": "channel-create-private" });
   const members = el(
     "select",
-    { multiple: true, size: 5, "data-testid": "channel-create-members", "aria-label": "Members" },
+    { multiple: true, size: 5, "data-testid": "channel-create-members" },
     sortedUsers().map((u) =>
       el("option", { value: u.user_id, selected: state.me && u.user_id === state.me.user_id }, `${u.full_name} <${u.email}>`),
     ),
   );
-  const submit = el("button", { type: "submit", "data-testid": "channel-create-submit" }, "Create channel");
+  const submit = el("button", { type: "submit", class: "primary", "data-testid": "channel-create-submit" }, "Create channel");
   const form = el(
     "form",
-    { class: "admin-form" },
-    el("label", {}, "Name ", name),
-    el("label", {}, "Description ", description),
-    el("label", {}, isPrivate, " Private (only members see it)"),
-    el("label", {}, "Members ", members),
-    submit,
+    { class: "snippet-form admin-form" },
+    el("h3", {}, "Create a channel"),
+    field("Name", name),
+    field("Description", description),
+    el("label", { class: "checkbox" }, isPrivate, " Private: only its members see it"),
+    field("Members (Ctrl or Shift to choose several)", members),
+    el("div", { class: "item-buttons" }, submit),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -133,7 +142,7 @@ function channelForm() {
       form.reset();
     }
   });
-  return el("section", {}, el("h3", {}, "Create a channel"), form);
+  return form;
 }
 
 function channelRow(stream) {
@@ -150,11 +159,10 @@ function channelRow(stream) {
   );
   return el(
     "li",
-    { class: "channel-row", "data-testid": "channel-row", "data-stream-id": stream.stream_id },
-    el("span", { class: "channel-row-name" }, (stream.invite_only ? "🔒 " : "#") + stream.name),
-    stream.description ? el("span", { class: "channel-row-description" }, ` ${stream.description}`) : null,
-    " ",
-    button,
+    { class: "item channel-row", "data-testid": "channel-row", "data-stream-id": stream.stream_id },
+    el("div", { class: "item-title" }, (stream.invite_only ? "🔒 " : "#") + stream.name),
+    stream.description ? el("div", { class: "item-text" }, stream.description) : null,
+    el("div", { class: "item-buttons" }, button),
   );
 }
 
@@ -167,8 +175,9 @@ export function openChannels() {
     if (!body.querySelector("form.admin-form")) body.appendChild(channelForm()); // kept: half-typed input
     const streams = new Map([...known, ...state.streams]);
     const rows = [...streams.values()].sort((a, b) => a.name.localeCompare(b.name)).map(channelRow);
-    const list = body.querySelector("ul.channel-list") || body.appendChild(el("ul", { class: "channel-list" }));
-    clear(list).append(...(rows.length ? rows : [el("li", {}, "No channels yet.")]));
+    if (!body.querySelector("h3.channel-list-title")) body.appendChild(el("h3", { class: "channel-list-title" }, "All channels"));
+    const list = body.querySelector("ul.channel-list") || body.appendChild(el("ul", { class: "item-list channel-list" }));
+    clear(list).append(...(rows.length ? rows : [el("li", { class: "muted-text" }, "No channels yet.")]));
   });
   // GET /streams may know public channels this page's state has not heard of yet.
   api("GET", "/streams", { include_public: true, include_subscribed: true })
@@ -192,15 +201,15 @@ export function openSubscriptionSettings(streamId) {
   const color = el("input", { type: "color", value: sub.color || "#c2c2c2", "data-testid": "sub-color" });
   const muted = el("input", { type: "checkbox", checked: sub.is_muted, "data-testid": "sub-muted" });
   const pinned = el("input", { type: "checkbox", checked: sub.pin_to_top, "data-testid": "sub-pinned" });
-  const save = el("button", { type: "submit", "data-testid": "sub-save" }, "Save");
+  const save = el("button", { type: "submit", class: "primary", "data-testid": "sub-save" }, "Save");
   const form = el(
     "form",
-    { class: "admin-form" },
-    sub.description ? el("p", {}, sub.description) : null,
-    el("label", {}, "Colour ", color),
-    el("label", {}, muted, " Muted"),
-    el("label", {}, pinned, " Pinned to the top"),
-    save,
+    { class: "snippet-form admin-form" },
+    sub.description ? el("p", { class: "item-text" }, sub.description) : null,
+    field("Colour", color),
+    el("label", { class: "checkbox" }, muted, " Muted: dimmed, and left out of All messages"),
+    el("label", { class: "checkbox" }, pinned, " Pinned to the top of the sidebar"),
+    el("div", { class: "item-buttons" }, save),
   );
   let dialog = null;
   form.addEventListener("submit", async (event) => {
@@ -222,14 +231,15 @@ export function openSubscriptionSettings(streamId) {
 function userForm() {
   const email = el("input", { type: "email", required: true, "data-testid": "user-create-email" });
   const name = el("input", { type: "text", required: true, maxlength: 60, "data-testid": "user-create-name" });
-  const submit = el("button", { type: "submit", "data-testid": "user-create-submit" }, "Create account");
-  const shown = el("div", { class: "admin-password", "aria-live": "polite" });
+  const submit = el("button", { type: "submit", class: "primary", "data-testid": "user-create-submit" }, "Create account");
+  const shown = el("div", { class: "item-editor admin-password", "aria-live": "polite" });
   const form = el(
     "form",
-    { class: "admin-form" },
-    el("label", {}, "Email ", email),
-    el("label", {}, "Full name ", name),
-    submit,
+    { class: "snippet-form admin-form" },
+    el("h3", {}, "Create an account"),
+    field("Email", email),
+    field("Full name", name),
+    el("div", { class: "item-buttons" }, submit),
     shown,
   );
   form.addEventListener("submit", async (event) => {
@@ -249,7 +259,7 @@ function userForm() {
     email.value = "";
     name.value = "";
   });
-  return el("section", {}, el("h3", {}, "Create an account"), form);
+  return form;
 }
 
 function roleSelect(user) {
@@ -274,12 +284,13 @@ export function openPeople() {
     const rows = sortedUsers().map((user) =>
       el(
         "li",
-        { class: "user-row", "data-testid": "user-row", "data-user-id": user.user_id },
-        el("span", { class: "user-row-name" }, `${user.full_name} <${user.email}> `),
+        { class: "item item-row user-row", "data-testid": "user-row", "data-user-id": user.user_id },
+        el("div", { class: "item-text" }, `${user.full_name} <${user.email}>`),
         roleSelect(user),
       ),
     );
-    const list = body.querySelector("ul.user-list") || body.appendChild(el("ul", { class: "user-list" }));
+    if (!body.querySelector("h3.user-list-title")) body.appendChild(el("h3", { class: "user-list-title" }, "Roles"));
+    const list = body.querySelector("ul.user-list") || body.appendChild(el("ul", { class: "item-list user-list" }));
     // A re-render while a role select is open would close it: keep the list if nothing changed.
     const signature = JSON.stringify(sortedUsers().map((u) => [u.user_id, u.full_name, u.email, u.role]));
     if (list.dataset.signature === signature) return;
