@@ -8,7 +8,7 @@ import { createMessageList, currentNarrow, showNarrow } from "./messages.js";
 import { title, views } from "./narrow.js";
 import { parseHash, toHash } from "./routes.js";
 import { createSidebar, forgetTopics, renderSidebar, setSelected } from "./sidebar.js";
-import { onChange, state } from "./state.js";
+import { onChange, state, totalUnread } from "./state.js";
 import { el, toast } from "./ui.js";
 
 const root = document.getElementById("app");
@@ -36,12 +36,13 @@ function closeSidebarOnPhone() {
 export function navigate(narrow, { replace = false } = {}) {
   setSelected(narrow);
   titleEl.textContent = title(narrow);
-  document.title = `${title(narrow)} · Tornchat`;
   composeFor(narrow);
   const hash = toHash(narrow);
   if (location.hash !== hash) history[replace ? "replaceState" : "pushState"](null, "", hash);
   closeSidebarOnPhone();
-  return showNarrow(narrow);
+  const shown = showNarrow(narrow);
+  updateTitle();
+  return shown;
 }
 
 function header() {
@@ -70,6 +71,12 @@ function header() {
   );
 }
 
+function updateTitle() {
+  const unread = totalUnread();
+  const narrow = currentNarrow();
+  document.title = `${unread ? `(${unread}) ` : ""}${narrow ? title(narrow) : "Tornchat"} · Tornchat`;
+}
+
 function refreshChrome() {
   userEl.textContent = state.me.full_name;
   userEl.title = state.me.email;
@@ -93,7 +100,8 @@ async function start() {
     return;
   }
   const main = el("main", { class: "content" }, createMessageList(), createCompose());
-  layout = el("div", { class: "layout" }, header(), el("div", { class: "body" }, createSidebar((n) => navigate(n), (id) => admin("openSubscriptionSettings", id)), main));
+  const banner = el("div", { class: "connection-banner", role: "status", hidden: true }, "Connection to the server lost. Reconnecting…");
+  layout = el("div", { class: "layout" }, header(), banner, el("div", { class: "body" }, createSidebar((n) => navigate(n), (id) => admin("openSubscriptionSettings", id)), main));
   root.replaceChildren(layout);
   refreshChrome();
   startEvents(() => {
@@ -118,6 +126,12 @@ onChange((kind) => {
   if (!layout || kind === "heartbeat") return;
   if (["subscription", "stream", "realm_user", "realm"].includes(kind)) refreshChrome();
   else renderSidebar();
+  updateTitle();
+});
+
+window.addEventListener("tornchat:connection", (e) => {
+  if (!layout) return;
+  layout.querySelector(".connection-banner").hidden = e.detail.connected;
 });
 
 window.addEventListener("tornchat:narrow", (e) => navigate(e.detail));

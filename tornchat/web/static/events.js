@@ -90,8 +90,13 @@ async function reRegister(signal, failures) {
   return failures;
 }
 
+let connected = true;
+
 function setConnection(ok) {
+  if (ok === connected) return;
+  connected = ok;
   document.body.classList.toggle("offline", !ok);
+  window.dispatchEvent(new CustomEvent("tornchat:connection", { detail: { connected: ok } }));
 }
 
 function apply(event) {

@@ -2,7 +2,7 @@
 import { api } from "./api.js";
 import { onEvent } from "./events.js";
 import { sameNarrow, views } from "./narrow.js";
-import { countSet, state, streamUnread, topicUnread, userName } from "./state.js";
+import { countSet, state, streamUnread, topicUnread, totalUnread, userName } from "./state.js";
 import { el } from "./ui.js";
 
 let root = null;
@@ -59,7 +59,7 @@ function navButton(label, narrow, testid, count, extra = {}) {
 function viewsSection() {
   return el(
     "ul", { class: "nav-list views" },
-    el("li", {}, navButton("All messages", views.all(), "view-all", null)),
+    el("li", {}, navButton("All messages", views.all(), "view-all", totalUnread())),
     el("li", {}, navButton("Starred", views.starred(), "view-starred", null)),
     el("li", {}, navButton("Mentions", views.mentions(), "view-mentions", countSet(state.unread.mentions))),
   );

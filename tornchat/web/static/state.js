@@ -68,3 +68,15 @@ export function topicUnread(streamId, topic) {
   const topics = state.unread.streams.get(streamId);
   return countSet(topics && topics.get(topic.toLowerCase()));
 }
+
+/** Unread messages of the combined feed: channels that are not muted, and direct messages. */
+export function totalUnread() {
+  let total = 0;
+  for (const [streamId, topics] of state.unread.streams) {
+    const sub = state.subscriptions.get(streamId);
+    if (sub && sub.is_muted) continue;
+    for (const ids of topics.values()) total += ids.size;
+  }
+  for (const ids of state.unread.dms.values()) total += ids.size;
+  return total;
+}
