@@ -1,11 +1,13 @@
 """Group commit: write calls that arrive close together share one transaction and one COMMIT.
 
 A COMMIT costs about as much for ten messages as for one (the WAL pages of the b-tree leaves they
-touch are written once), so the calls submitted while the event loop was busy run as one batch:
-each in its own savepoint (Database.write_batch), then one COMMIT, then each caller is answered in
-submission order. A caller is answered only after the COMMIT returned, so an answered write is
-as durable as a single-call write (see docs/reliability.md). Everything runs on the thread that
-submits (the event loop's) on the Database's one connection: other writes never interleave.
+touch are written once), so the calls submitted while the event loop was busy run as one batch
+(Database.write_batch: one transaction; a call refused before writing is simply left out, one that
+fails after writing makes the others run again without it), then one COMMIT, then each caller is
+answered in submission order. A caller is answered only after the COMMIT returned, so an answered
+write is as durable as a single-call write (see docs/reliability.md). Everything runs on the
+thread that submits (the event loop's) on the Database's one connection: other writes never
+interleave with a batch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Group commit of POST /messages: sends that arrive together share one transaction.
 
 The batcher is held (its flushes captured) while the sends reach the server over HTTP, then
-released: they run as one batch, each in its own savepoint, with one COMMIT; each is answered
-after it. A failing send rolls back only its own writes and gets its own error.
+released: they run as one batch with one COMMIT; each is answered after it. A failing send gets
+its own error and leaves nothing (refused before writing: left out; after writing: the others run
+again without it); the others are stored.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def general(live):
 def test_a_failing_send_rolls_back_only_itself(live, general):
     member = live.make_user()
     # A channel no message was sent to yet: the failing send creates its recipient row before
-    # the topic permission check refuses it; the savepoint must take that row back.
+    # the topic permission check refuses it; that row must not be kept.
     fresh = make_channel(live, "fresh", [live.owner.id, member.id])
     set_channel_group(live, fresh, "can_create_topic_group", "role:administrators")
     held = Held(live)
