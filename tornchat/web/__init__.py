@@ -9,6 +9,7 @@ request path reaches the file system (no traversal to guard against).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import mimetypes
@@ -51,6 +52,7 @@ def content_type(path: str) -> str:
     return guessed or "application/octet-stream"
 
 
+@functools.cache  # the same for the life of the process (every Server of a test run shares it)
 def emoji_names_json() -> bytes:
     """{"name": "code", ...} for every Zulip emoji name and alias, sorted by name."""
     return json.dumps(dict(sorted(emoji.NAME_TO_CODE.items())), separators=(",", ":")).encode()
