@@ -196,7 +196,9 @@ def test_phone_layout_hides_the_sidebar_behind_a_toggle(browser, bob):
     page.get_by_test_id("view-all").wait_for()
     wait_until(lambda: (sidebar.bounding_box() or {"x": -1})["x"] >= 0, "the sidebar to slide in")
     assert sidebar.bounding_box()["width"] <= PHONE["width"]
-    page.screenshot(path=str(browser.live.settings.data_dir) + "/phone.png")
+    # The whole page, drawn: exactly the phone's width (nothing sticks out sideways).
+    png = page.screenshot(full_page=True)
+    assert int.from_bytes(png[16:20], "big") == PHONE["width"]
     page.get_by_test_id("view-all").click()  # choosing a view closes the sidebar again
     wait_until(lambda: page.get_by_test_id("sidebar-toggle").get_attribute("aria-expanded") == "false", "the toggle")
     page.context.close()
