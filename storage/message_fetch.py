@@ -16,7 +16,7 @@ import msgspec
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
-from storage.message_objects import MESSAGE_COLUMNS, message_objects
+from storage.message_objects import RENDERED, ROW_COLUMNS, Formats, message_tuple_objects
 from storage.narrow import (
     MUTED_SQL,
     MUTED_TOPIC_SQL,
@@ -26,7 +26,7 @@ from storage.narrow import (
     build_query,
     parse_narrow,
 )
-from storage.narrow_select import find_ids
+from storage.narrow_select import find_ids, find_rows
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.users import User
 
@@ -224,38 +224,50 @@ def get_messages(tx: Tx, user: User, request: FetchRequest) -> dict[str, Any]:
     query = build_query(tx, user, terms)
     if anchor is None:
         assert request.message_ids is not None
-        rows = find_ids(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None)
+        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, ROW_COLUMNS)
         body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
-        body.update(history_limited=False, messages=_objects(tx, user, request, query, rows))
+        body.update(history_limited=False, messages=_objects(tx, request, query, rows))
         return body
     assert request.num_before is not None and request.num_after is not None
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
-        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after
-    )
+        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
+        ROW_COLUMNS,
+    )  # fmt: skip
     return {
         "anchor": value,
         "found_anchor": any(row[0] == value for row in rows),
         "found_oldest": found_oldest,
         "found_newest": found_newest,
         "history_limited": False,
-        "messages": _objects(tx, user, request, query, rows),
+        "messages": _objects(tx, request, query, rows),
     }
 
 
 def select_range(
-    tx: Tx, query: Query, anchor: int, include_anchor: bool, num_before: int, num_after: int
-) -> tuple[list[tuple[int, int | None]], bool, bool]:
-    """Return (rows ascending, found_oldest, found_newest): one scan down and one up from the anchor."""
+    tx: Tx,
+    query: Query,
+    anchor: int,
+    include_anchor: bool,
+    num_before: int,
+    num_after: int,
+    columns: str | None = None,
+) -> tuple[list[tuple[Any, ...]], bool, bool]:
+    """Return (rows ascending, found_oldest, found_newest): one query down and one up from the anchor.
+
+    Rows are tuples of `columns` (default: id, flags).
+    """
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
-    before = find_ids(tx, query, "<= ?" if include_anchor else "< ?", [anchor], True, num_before + include_anchor)
+    comparison = "<= ?" if include_anchor else "< ?"
+    before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns)
     anchor_rows = [row for row in before if row[0] == anchor]
     before = [row for row in before if row[0] != anchor][:num_before]
-    after = find_ids(tx, query, "> ?", [anchor], False, num_after)
+    before.reverse()
+    after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
-    return sorted(before + anchor_rows + after), found_oldest, found_newest
+    return before + anchor_rows + after, found_oldest, found_newest
 
 
 def ids_query(query: Query, message_ids: list[int]) -> Query:
@@ -275,23 +287,11 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
     return result
 
 
-def _objects(
-    tx: Tx, user: User, request: FetchRequest, query: Query, rows: list[tuple[int, int | None]]
-) -> list[dict[str, Any]]:
-    if not rows:
-        return []
-    flags_by_id = dict(rows)
-    message_rows = tx.all(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?)) ORDER BY m.id",
-        (json.dumps([row[0] for row in rows]),),
-    )
-    full = [{**dict(r), "flags": flags_by_id[r["id"]]} for r in message_rows]
-    objects = message_objects(
-        tx, user, full, apply_markdown=request.apply_markdown, client_gravatar=request.client_gravatar,
-        allow_empty_topic_name=request.allow_empty_topic_name,
-    )  # fmt: skip
+def _objects(tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
+    objects = message_tuple_objects(tx, rows, formats)
     if query.search_terms:
-        for obj, row in zip(objects, full, strict=True):
-            obj["match_content"] = highlight_content(row["rendered_content"], query.search_terms)
+        for obj, row in zip(objects, rows, strict=True):
+            obj["match_content"] = highlight_content(row[RENDERED], query.search_terms)
             obj["match_subject"] = highlight_topic(obj["subject"], query.search_terms)
     return objects

@@ -6,153 +6,141 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from storage import flags, linkify, recipients
+import msgspec
+
+from storage import flags, linkify
 from storage.db import Tx
-from storage.realm import Realm, get_realm
+from storage.directory import Directory, directory
 from storage.topics import display_topic
-from storage.users import EVERYONE, User, api_email, avatar_url, dummy_email, get_user_by_id, list_users
+from storage.users import User
 
 HISTORICAL_FLAGS = ["read", "historical"]
-MESSAGE_COLUMNS = (
-    "m.id, m.sender_id, m.recipient_id, m.channel_id, m.topic, m.content, m.rendered_content, m.date_sent,"
-    " m.client, m.is_me_message, m.last_edit_timestamp, m.last_moved_timestamp, m.edit_history"
+# Reactions of the message, oldest first: [[user_id, emoji_name, emoji_code, reaction_type], ...] or NULL.
+REACTIONS_SQL = (
+    "(SELECT json_group_array(json_array(r.user_id, r.emoji_name, r.emoji_code, r.reaction_type))"
+    " FROM reactions AS r INDEXED BY reactions_by_message WHERE r.message_id = m.id HAVING count(*) > 0)"
 )
+_FIELDS = (
+    "m.sender_id, m.recipient_id, m.channel_id, m.topic, m.content, m.rendered_content, m.date_sent, m.client,"
+    f" m.is_me_message, m.last_edit_timestamp, m.last_moved_timestamp, m.edit_history, {REACTIONS_SQL} AS reactions"
+)
+# A message row without flags (`FROM messages AS m`), for message_objects' mapping rows.
+MESSAGE_COLUMNS = f"m.id, {_FIELDS}"
+# The tuple message_tuple_objects builds from: (id, flags, sender_id, ..., reactions), flags NULL if historical.
+ROW_COLUMNS = f"m.id, um.flags, {_FIELDS}"
+_ROW_NAMES = (
+    "id", "flags", "sender_id", "recipient_id", "channel_id", "topic", "content", "rendered_content", "date_sent",
+    "client", "is_me_message", "last_edit_timestamp", "last_moved_timestamp", "edit_history", "reactions",
+)  # fmt: skip
+RENDERED = _ROW_NAMES.index("rendered_content")
+TOPIC = _ROW_NAMES.index("topic")
+_flag_lists: dict[int, list[str]] = {}
 
 
-class Page:
-    """What building message objects for one viewer needs, fetched once per page (never per message)."""
-
-    def __init__(self, tx: Tx, viewer: User | None, rows: Sequence[Any]) -> None:
-        self.tx = tx
-        self.viewer = viewer
-        self.realm: Realm = get_realm(tx)
-        self.linkifiers = linkify.current(tx)  # topic_links come from its per-version cache
-        # With the realm's allow_edit_history off, nobody sees earlier versions (Zulip drops the field).
-        self.allow_edit_history = bool(tx.value("SELECT allow_edit_history FROM realm"))
-        ids = [row["id"] for row in rows]
-        self.reactions = _reactions(tx, self.realm, ids)
-        channel_ids = sorted({row["channel_id"] for row in rows if row["channel_id"]})
-        self.channel_names: dict[int, str] = {
-            row["id"]: row["name"]
-            for row in tx.all("SELECT id, name FROM channels WHERE id IN (SELECT value FROM json_each(?))",
-                              (json.dumps(channel_ids),))
-        }  # fmt: skip
-        self.participants = _participants(tx, sorted({row["recipient_id"] for row in rows if not row["channel_id"]}))
-        self.users: dict[int, User] = {}
-        self.load_users({row["sender_id"] for row in rows}.union(*self.participants.values()))
-
-    def user(self, user_id: int) -> User:
-        if user_id not in self.users:
-            found = get_user_by_id(self.tx, user_id)
-            assert found is not None
-            self.users[user_id] = found
-        return self.users[user_id]
-
-    def load_users(self, user_ids: set[int]) -> None:
-        missing = sorted(user_ids - set(self.users))
-        if missing:
-            self.users.update((u.id, u) for u in list_users(self.tx, missing))
+def flag_list(bits: int | None) -> list[str]:
+    """The API flag list of a bit set (None: historical), computed once per distinct value."""
+    if bits is None:
+        return HISTORICAL_FLAGS
+    found = _flag_lists.get(bits)
+    if found is None:
+        found = _flag_lists[bits] = flags.flag_names(bits)
+    return found
 
 
-def _participants(tx: Tx, recipient_ids: list[int]) -> dict[int, list[int]]:
-    """Return the members, sorted, of each direct-message conversation among the recipients."""
-    rows = tx.all(
-        "SELECT r.id, m.user_id FROM recipients AS r JOIN direct_message_group_members AS m ON m.group_id = r.type_id"
-        " WHERE r.id IN (SELECT value FROM json_each(?)) AND r.type = ? ORDER BY r.id, m.user_id",
-        (json.dumps(recipient_ids), recipients.DIRECT_MESSAGE_GROUP),
-    )
-    result: dict[int, list[int]] = {}
-    for recipient_id, user_id in rows:
-        result.setdefault(recipient_id, []).append(user_id)
+class Formats(msgspec.Struct, frozen=True):
+    """The request parameters that change a message object."""
+
+    apply_markdown: bool = True
+    client_gravatar: bool = True
+    allow_empty_topic_name: bool = False
+
+
+def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats) -> list[dict[str, Any]]:
+    """Return API objects (with flags) for rows of ROW_COLUMNS, from the in-memory directory."""
+    if not rows:
+        return []
+    known = directory(tx)
+    linkifiers = linkify.current(tx)
+    allow_history = known.allow_edit_history()
+    known.load_members([row[3] for row in rows if row[4] is None])
+    return [build_object(known, linkifiers, allow_history, row, formats, True) for row in rows]
+
+
+def build_object(
+    known: Directory, linkifiers: Any, allow_history: bool, row: tuple[Any, ...], formats: Formats, with_flags: bool
+) -> dict[str, Any]:
+    (message_id, bits, sender_id, recipient_id, channel_id, topic, content, rendered, date_sent, client, me,
+     edited, moved, history, reactions) = row  # fmt: skip
+    sender = known.sender(sender_id)
+    # A null avatar_url asks the client to compute the gravatar from sender_email, which is the real
+    # address only when everyone may see it (Zulip forces client_gravatar off otherwise).
+    in_channel = channel_id is not None
+    result: dict[str, Any] = {
+        "id": message_id,
+        "sender_id": sender_id,
+        "content": rendered if formats.apply_markdown else content,
+        "content_type": "text/html" if formats.apply_markdown else "text/x-markdown",
+        "recipient_id": recipient_id,
+        "timestamp": date_sent,
+        "client": client,
+        "subject": display_topic(topic, formats.allow_empty_topic_name) if in_channel else "",
+        "topic_links": linkify.topic_links(linkifiers, topic) if in_channel else [],
+        "is_me_message": bool(me),
+        "reactions": _reactions(known, reactions) if reactions is not None else [],
+        "submessages": [],  # widgets (polls, todo lists) are not supported
+        "sender_full_name": sender.full_name,
+        "sender_email": sender.email,
+        "sender_realm_str": "",
+        "display_recipient": known.channel_name(channel_id) if in_channel else _participants(known, recipient_id),
+        "type": "stream" if in_channel else "private",
+        "avatar_url": None if formats.client_gravatar and sender.gravatar_null else sender.avatar_url,
+    }
+    if in_channel:
+        result["stream_id"] = channel_id
+    if edited is not None:
+        result["last_edit_timestamp"] = edited
+    if moved is not None:
+        result["last_moved_timestamp"] = moved
+    if history is not None and allow_history:
+        result["edit_history"] = _edit_history(history, formats.allow_empty_topic_name)
+    if with_flags:
+        result["flags"] = flag_list(bits)
     return result
 
 
-def _reactions(tx: Tx, realm: Realm, message_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
-    """Return each message's reactions, oldest first."""
-    rows = tx.all(
-        "SELECT r.message_id, r.emoji_name, r.emoji_code, r.reaction_type, r.user_id, u.delivery_email,"
-        " u.full_name, u.email_address_visibility, u.is_bot FROM reactions AS r JOIN users AS u ON u.id = r.user_id"
-        " WHERE r.message_id IN (SELECT value FROM json_each(?)) ORDER BY r.message_id, r.id",
-        (json.dumps(message_ids),),
-    )
-    result: dict[int, list[dict[str, Any]]] = {}
-    for row in rows:
-        email = row["delivery_email"]
-        if not row["is_bot"] and row["email_address_visibility"] != EVERYONE:
-            email = dummy_email(row["user_id"], realm)
-        # `user` is the deprecated copy of the reactor that older clients read.
-        result.setdefault(row["message_id"], []).append(
+def _reactions(known: Directory, packed: str) -> list[dict[str, Any]]:
+    """Reactions as the API shows them; `user` is the deprecated copy of the reactor older clients read."""
+    found = []
+    for user_id, emoji_name, emoji_code, reaction_type in msgspec.json.decode(packed):
+        reactor = known.sender(user_id)
+        found.append(
             {
-                "emoji_name": row["emoji_name"],
-                "emoji_code": row["emoji_code"],
-                "reaction_type": row["reaction_type"],
-                "user_id": row["user_id"],
-                "user": {"user_id": row["user_id"], "email": email, "full_name": row["full_name"]},
+                "emoji_name": emoji_name,
+                "emoji_code": emoji_code,
+                "reaction_type": reaction_type,
+                "user_id": user_id,
+                "user": {"user_id": user_id, "email": reactor.email, "full_name": reactor.full_name},
             }
         )
-    return result
+    return found
 
 
-def _display_recipient(page: Page, row: Any) -> str | list[dict[str, Any]]:
-    """The channel's name, or every participant of the conversation (the viewer included)."""
-    if row["channel_id"] is not None:
-        return str(page.channel_names.get(row["channel_id"], ""))
-    return [
-        {
-            "id": user_id,
-            "email": api_email(page.users[user_id], page.realm),
-            "full_name": page.users[user_id].full_name,
-            "is_mirror_dummy": False,
-        }
-        for user_id in page.participants.get(row["recipient_id"], [])
-    ]
+def _participants(known: Directory, recipient_id: int) -> list[dict[str, Any]]:
+    """Every participant of the conversation (the viewer included)."""
+    found = []
+    for user_id in known.members(recipient_id):
+        member = known.sender(user_id)
+        found.append({"id": user_id, "email": member.email, "full_name": member.full_name, "is_mirror_dummy": False})
+    return found
 
 
-def _edit_history(row: Any, allow_empty_topic_name: bool) -> list[dict[str, Any]]:
-    history = json.loads(row["edit_history"])
+def _edit_history(stored: str, allow_empty_topic_name: bool) -> list[dict[str, Any]]:
+    history = json.loads(stored)
     for entry in history:
         for key in ("prev_topic", "topic"):
             if key in entry:
                 entry[key] = display_topic(entry[key], allow_empty_topic_name)
     return list(history)
-
-
-def message_object(
-    page: Page, row: Any, *, apply_markdown: bool, client_gravatar: bool, allow_empty_topic_name: bool
-) -> dict[str, Any]:
-    """Return the API object of one message row (without flags) as the page's viewer sees it."""
-    sender = page.user(row["sender_id"])
-    # A null avatar_url asks the client to compute the gravatar from sender_email, which is the real
-    # address only when everyone may see it (Zulip forces client_gravatar off otherwise).
-    gravatar_null = client_gravatar and sender.email_address_visibility == EVERYONE and sender.avatar_source == "G"
-    result: dict[str, Any] = {
-        "id": row["id"],
-        "sender_id": sender.id,
-        "content": row["rendered_content"] if apply_markdown else row["content"],
-        "content_type": "text/html" if apply_markdown else "text/x-markdown",
-        "recipient_id": row["recipient_id"],
-        "timestamp": row["date_sent"],
-        "client": row["client"],
-        "subject": display_topic(row["topic"], allow_empty_topic_name) if row["channel_id"] is not None else "",
-        "topic_links": linkify.topic_links(page.linkifiers, row["topic"]) if row["channel_id"] is not None else [],
-        "is_me_message": bool(row["is_me_message"]),
-        "reactions": page.reactions.get(row["id"], []),
-        "submessages": [],  # widgets (polls, todo lists) are not supported
-        "sender_full_name": sender.full_name,
-        "sender_email": api_email(sender, page.realm),
-        "sender_realm_str": "",
-        "display_recipient": _display_recipient(page, row),
-        "type": "stream" if row["channel_id"] is not None else "private",
-        "avatar_url": None if gravatar_null else avatar_url(sender),
-    }
-    if row["channel_id"] is not None:
-        result["stream_id"] = row["channel_id"]
-    for key in ("last_edit_timestamp", "last_moved_timestamp"):
-        if row[key] is not None:
-            result[key] = row[key]
-    if row["edit_history"] is not None and page.allow_edit_history:
-        result["edit_history"] = _edit_history(row, allow_empty_topic_name)
-    return result
 
 
 def message_objects(
@@ -164,21 +152,20 @@ def message_objects(
     client_gravatar: bool = True,
     allow_empty_topic_name: bool = False,
 ) -> list[dict[str, Any]]:
-    """Return API objects with the viewer's flags for rows of MESSAGE_COLUMNS plus `flags` (NULL: historical)."""
-    page = Page(tx, viewer, rows)
-    result = []
-    for row in rows:
-        obj = message_object(
-            page, row, apply_markdown=apply_markdown, client_gravatar=client_gravatar,
-            allow_empty_topic_name=allow_empty_topic_name,
-        )  # fmt: skip
-        obj["flags"] = HISTORICAL_FLAGS if row["flags"] is None else flags.flag_names(row["flags"])
-        result.append(obj)
-    return result
+    """Return API objects with the viewer's flags for mapping rows of MESSAGE_COLUMNS plus `flags` (None: historical).
+
+    The viewer does not change the objects (only their flags, which the rows carry).
+    """
+    tuples = [tuple(row[name] for name in _ROW_NAMES) for row in rows]
+    return message_tuple_objects(tx, tuples, Formats(apply_markdown, client_gravatar, allow_empty_topic_name))
 
 
 def event_message_object(tx: Tx, message_id: int) -> dict[str, Any]:
     """Return the message object carried by message events (HTML content, avatar URLs, no flags)."""
     row = tx.one(f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id = ?", (message_id,))
-    page = Page(tx, None, [row])
-    return message_object(page, row, apply_markdown=True, client_gravatar=False, allow_empty_topic_name=True)
+    assert row is not None
+    values = tuple(row)
+    known = directory(tx)
+    formats = Formats(apply_markdown=True, client_gravatar=False, allow_empty_topic_name=True)
+    return build_object(known, linkify.current(tx), known.allow_edit_history(), (values[0], None, *values[1:]), formats,
+                   False)  # fmt: skip

@@ -22,10 +22,13 @@ DRIVER_WHERE = {
 }
 
 
-def select_sql(query: Query, comparison: str, descending: bool, limit: int | None) -> tuple[str, list[Any]]:
-    """Return SQL and parameters selecting (id, flags) of matching messages on one side of an anchor.
+def select_sql(
+    query: Query, comparison: str, descending: bool, limit: int | None, columns: str | None = None
+) -> tuple[str, list[Any]]:
+    """Return SQL and parameters selecting matching messages on one side of an anchor.
 
-    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?".
+    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?"; `columns`
+    what to select from `m` and `um` (default: id, flags).
     """
     params: list[Any] = [query.user_id]
     if query.driver in ("um", "flag"):
@@ -34,6 +37,8 @@ def select_sql(query: Query, comparison: str, descending: bool, limit: int | Non
         condition, index = IS_FLAG_CONDITIONS[query.flag_condition] if query.driver == "flag" else ("", "")
         indexed = f" INDEXED BY {index}" if index else ""
         source = f"user_messages AS um{indexed} CROSS JOIN messages AS m ON m.id = um.message_id"
+        if not query.filters and columns is None:  # nothing reads `m`: the user's rows alone answer
+            source = f"user_messages AS um{indexed}"
         where = ["um.user_id = ?"] + ([condition] if condition else [])
     else:
         order_column = "m.id"
@@ -44,7 +49,8 @@ def select_sql(query: Query, comparison: str, descending: bool, limit: int | Non
     where.extend(f"({f})" for f in query.filters)
     params.extend(query.params)
     where.append(f"{order_column} {comparison}")
-    sql = f"SELECT {order_column} AS id, um.flags AS flags FROM {source} WHERE {' AND '.join(where)}"
+    selected = columns or f"{order_column} AS id, um.flags AS flags"
+    sql = f"SELECT {selected} FROM {source} WHERE {' AND '.join(where)}"
     if query.driver != "id":  # an id term matches one row at most: nothing to order
         sql += f" ORDER BY {order_column} {'DESC' if descending else 'ASC'}"
     if limit is not None:
@@ -56,11 +62,23 @@ def find_ids(
     tx: Tx, query: Query, comparison: str, values: list[Any], descending: bool, limit: int | None
 ) -> list[tuple[int, int | None]]:
     """Return (id, flags) of matching messages: flags None for historical rows."""
+    return [(row[0], row[1]) for row in find_rows(tx, query, comparison, values, descending, limit)]
+
+
+def find_rows(
+    tx: Tx,
+    query: Query,
+    comparison: str,
+    values: list[Any],
+    descending: bool,
+    limit: int | None,
+    columns: str | None = None,
+) -> list[tuple[Any, ...]]:
+    """Return tuples of `columns` (default: id, flags) of matching messages, in one query."""
     if query.empty or limit == 0:
         return []
-    sql, params = select_sql(query, comparison, descending, limit)
+    sql, params = select_sql(query, comparison, descending, limit, columns)
     try:
-        rows = tx.bounded(sql, params + values)
+        return tx.bounded(sql, params + values)  # type: ignore[return-value]  # Rows unpack as tuples
     except QueryBudgetExceeded:
         raise ApiError(NARROW_TOO_SLOW) from None
-    return [(row[0], row[1]) for row in rows]

@@ -146,6 +146,10 @@ class BaseHandler(tornado.web.RequestHandler):
             body["ignored_parameters_unsupported"] = self._ignored
         self.write_json(body)
 
+    def compute_etag(self) -> str | None:
+        """No ETag on API responses: Tornado's default hashes every body, and no API client sends If-None-Match."""
+        return None
+
     def write_json(self, body: dict[str, Any]) -> None:
         self.set_header("Content-Type", "application/json")
         self.finish(_encode(body) + b"\n")

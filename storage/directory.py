@@ -1,0 +1,281 @@
+"""Users, channels, the realm and direct-message conversations held in memory (issue 12).
+
+Each connection has its own Directory. Temporary triggers on the tables it copies call
+`tornchat_stale(kind, key)` for every row a statement writes (users: only the columns a User holds,
+so last_active does not count), whatever code path writes it: the entry is dropped at once and
+stays "pending" (read each time, never kept) until a transaction that used the directory has
+committed after it, when it is dropped again. So an entry read inside the writing transaction
+(uncommitted) is never kept, and a rolled-back write only costs reloads. Commits by any other connection, in this
+process or another, change `PRAGMA data_version`: then everything is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from typing import Any
+
+import msgspec
+
+from storage.db import Tx
+from storage.realm import Realm, get_realm
+from storage.users import EVERYONE, USER_COLUMNS, User
+
+# (kind, table, key column or "0" for the whole kind, columns whose update matters or None for any)
+WATCHED = [
+    ("users", "users", "id", [f for f in User.__struct_fields__ if f != "id"]),
+    ("channels", "channels", "id", None),
+    ("realm", "realm", "0", None),
+    ("recipients", "recipients", "0", None),
+    ("groups", "direct_message_group_members", "0", None),
+]
+STALE_FUNCTION = "tornchat_stale"
+_DUMMY_EMAIL = re.compile(r"user(\d+)@(.+)", re.IGNORECASE)
+# SQLite's NOCASE folds ASCII letters only: the email index folds the same way.
+_NOCASE = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class Sender(msgspec.Struct, frozen=True, array_like=True):
+    """What a message object shows of its sender (or a reactor, or a conversation member)."""
+
+    full_name: str
+    email: str  # as the API shows it: real when visible to everyone (and for bots), else dummy
+    avatar_url: str
+    gravatar_null: bool  # avatar_url is null with client_gravatar
+
+
+def trigger_sql() -> list[str]:
+    """The temporary triggers reporting writes to the watched tables."""
+    found = []
+    for kind, table, key, columns in WATCHED:
+        old, new = (f"OLD.{key}", f"NEW.{key}") if key != "0" else ("0", "0")
+        of = f" OF {', '.join(columns)}" if columns else ""
+        for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
+            calls = ", ".join(f"{STALE_FUNCTION}('{kind}', {k})" for k in keys)
+            name = f"tornchat_directory_{table}_{event.split()[0].lower()}"
+            found.append(
+                f"CREATE TEMP TRIGGER IF NOT EXISTS {name} AFTER {event} ON main.{table} BEGIN SELECT {calls}; END"
+            )
+    return found
+
+
+class Directory:
+    """One connection's copies; every accessor takes the connection's current Tx-level view."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.pending: set[tuple[str, int]] = set()
+        self.data_version = -1
+        self.reset()
+
+    def reset(self) -> None:
+        self.users: dict[int, User] = {}
+        self.all_users_loaded = False
+        self.by_email: dict[str, int] = {}
+        self.senders: dict[int, Sender] = {}
+        self.channel_names: dict[int, str] | None = None
+        self.realm_value: Realm | None = None
+        self.edit_history_allowed: bool | None = None
+        self.participants: dict[int, list[int]] = {}
+
+    # -- invalidation ------------------------------------------------------------------------
+
+    def stale(self, kind: str, key: int) -> None:
+        """A trigger's report: drop the entry now and again when the transaction ends."""
+        self.pending.add((kind, key))
+        self.drop(kind, key)
+
+    def drop(self, kind: str, key: int) -> None:
+        if kind == "users":
+            user = self.users.pop(key, None)
+            self.senders.pop(key, None)
+            if user is not None and self.by_email.get(_fold(user.delivery_email)) == key:
+                del self.by_email[_fold(user.delivery_email)]
+        elif kind == "channels":
+            self.channel_names = None
+        elif kind == "realm":
+            self.realm_value, self.edit_history_allowed = None, None
+            self.senders.clear()  # dummy emails name the realm's host
+        else:
+            self.participants.clear()
+
+    def check(self, tx: Tx) -> None:
+        """Apply other connections' commits; have reported writes settled once this transaction commits."""
+        if self.pending and self.settle not in tx.after_commit:
+            tx.after_commit.append(self.settle)
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self.data_version:
+            self.data_version = version
+            self.reset()
+
+    def settle(self) -> None:
+        """After a commit: the transactions that reported writes have ended; drop their entries again."""
+        if not self.conn.in_transaction:
+            for kind, key in self.pending:
+                self.drop(kind, key)
+            self.pending.clear()
+
+    def keeps(self, kind: str, key: int) -> bool:
+        """Whether a value just read may be kept: not while its own write is uncommitted."""
+        return not self.pending or ((kind, key) not in self.pending and (kind, 0) not in self.pending)
+
+    # -- users -------------------------------------------------------------------------------
+
+    def user(self, user_id: int) -> User | None:
+        found = self.users.get(user_id)
+        if found is not None:
+            return found
+        if not self.all_users_loaded:
+            self._load_all_users()
+            found = self.users.get(user_id)
+            if found is not None:
+                return found
+        if not 0 < user_id < 2**63:
+            return None
+        row = self.conn.execute(f"SELECT {USER_COLUMNS} FROM users WHERE id = ?", (user_id,)).fetchone()
+        return None if row is None else self._keep(_user(row))
+
+    def _load_all_users(self) -> None:
+        for row in self.conn.execute(f"SELECT {USER_COLUMNS} FROM users"):
+            self._keep(_user(row))
+        self.all_users_loaded = True
+
+    def _keep(self, user: User) -> User:
+        if self.keeps("users", user.id):
+            self.users[user.id] = user
+            self.by_email[_fold(user.delivery_email)] = user.id
+        return user
+
+    def user_by_api_email(self, email: str) -> User | None:
+        """The user an API email names: a dummy `user{id}@host` address or a real one (users.get_user_by_api_email)."""
+        email = email.strip()
+        match = _DUMMY_EMAIL.fullmatch(email)
+        if match and match.group(2).lower() == self.realm().email_host.lower():
+            return self.user(int(match.group(1)))
+        if not self.all_users_loaded:
+            self._load_all_users()
+        user_id = self.by_email.get(_fold(email))
+        if user_id is not None:
+            found = self.user(user_id)
+            if found is not None and _fold(found.delivery_email) == _fold(email):
+                return found
+        row = self.conn.execute(f"SELECT {USER_COLUMNS} FROM users WHERE delivery_email = ?", (email,)).fetchone()
+        return None if row is None else self._keep(_user(row))
+
+    def sender(self, user_id: int) -> Sender:
+        found = self.senders.get(user_id)
+        if found is None:
+            user = self.user(user_id)
+            assert user is not None, user_id
+            shown = user.is_bot or user.email_address_visibility == EVERYONE
+            digest = hashlib.md5(user.delivery_email.lower().encode(), usedforsecurity=False).hexdigest()
+            found = Sender(
+                user.full_name,
+                user.delivery_email if shown else f"user{user.id}@{self.realm().email_host}",
+                f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}",
+                user.email_address_visibility == EVERYONE and user.avatar_source == "G",
+            )
+            if self.keeps("users", user_id) and self.keeps("realm", 0):
+                self.senders[user_id] = found
+        return found
+
+    # -- the rest ----------------------------------------------------------------------------
+
+    def realm(self) -> Realm:
+        if self.realm_value is not None:
+            return self.realm_value
+        found = get_realm(_Reader(self.conn))  # type: ignore[arg-type]
+        if self.keeps("realm", 0):
+            self.realm_value = found
+        return found
+
+    def allow_edit_history(self) -> bool:
+        if self.edit_history_allowed is not None:
+            return self.edit_history_allowed
+        found = bool(self.conn.execute("SELECT allow_edit_history FROM realm").fetchone()[0])
+        if self.keeps("realm", 0):
+            self.edit_history_allowed = found
+        return found
+
+    def channel_name(self, channel_id: int) -> str:
+        names = self.channel_names
+        if names is None:
+            names = dict(self.conn.execute("SELECT id, name FROM channels").fetchall())
+            if self.keeps("channels", 0) and not any(kind == "channels" for kind, _ in self.pending):
+                self.channel_names = names
+        return str(names.get(channel_id, ""))
+
+    def members(self, recipient_id: int) -> list[int]:
+        """The members, sorted, of a direct-message conversation (by its recipient id)."""
+        found = self.participants.get(recipient_id)
+        if found is None:
+            found = self.load_members([recipient_id]).get(recipient_id, [])
+        return found
+
+    def load_members(self, recipient_ids: list[int]) -> dict[int, list[int]]:
+        """Read the members of the conversations not yet known, in one query."""
+        missing = sorted({r for r in recipient_ids if r not in self.participants})
+        if not missing:
+            return self.participants
+        found: dict[int, list[int]] = {r: [] for r in missing}
+        for recipient_id, user_id in self.conn.execute(
+            "SELECT r.id, m.user_id FROM recipients AS r JOIN direct_message_group_members AS m"
+            " ON m.group_id = r.type_id WHERE r.id IN (SELECT value FROM json_each(?)) AND r.type = 3"
+            " ORDER BY r.id, m.user_id",
+            (msgspec.json.encode(missing).decode(),),
+        ):
+            found[recipient_id].append(user_id)
+        if not any(kind in ("recipients", "groups") for kind, _ in self.pending):
+            self.participants.update(found)
+        return found
+
+
+class _Reader:
+    """The one Tx method get_realm uses, on the directory's connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: Any = ()) -> Any:
+        return self.conn.execute(sql, params).fetchone()
+
+
+def _fold(email: str) -> str:
+    return email.strip().translate(_NOCASE)
+
+
+def _user(row: Any) -> User:
+    return msgspec.convert(dict(row), User, strict=False)
+
+
+TRIGGER_COUNT = len(WATCHED) * 3
+COUNT_TRIGGERS = "SELECT count(*) FROM sqlite_temp_master WHERE type = 'trigger' AND name LIKE 'tornchat_directory_%'"
+
+
+def directory(tx: Tx) -> Directory:
+    """The connection's directory, checked against what ended since its last use.
+
+    The triggers are created on first use, inside whatever transaction that is: if it rolls back
+    they go with it, and a table rebuilt by a migration loses its own. So their presence is
+    checked on every use (a look at the temporary schema), and everything is dropped when one is
+    missing. A connection not opened by storage.db.connect gets a fresh directory each time.
+    """
+    conn = tx.conn
+    if not hasattr(conn, "directory"):
+        return Directory(conn)
+    found: Directory | None = conn.directory
+    if found is None or conn.execute(COUNT_TRIGGERS).fetchone()[0] != TRIGGER_COUNT:
+        found = install(conn)
+    found.check(tx)
+    return found
+
+
+def install(conn: sqlite3.Connection) -> Directory:
+    """Create the connection's directory and the triggers that keep it right (the tables must exist)."""
+    found = Directory(conn)
+    conn.create_function(STALE_FUNCTION, 2, found.stale)
+    for sql in trigger_sql():
+        conn.execute(sql)
+    conn.directory = found  # type: ignore[attr-defined]
+    return found

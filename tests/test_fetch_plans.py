@@ -1,0 +1,65 @@
+"""EXPLAIN QUERY PLAN pins for GET /messages' one query per side (issue 12): it stays in its index."""
+
+from __future__ import annotations
+
+from storage.message_objects import ROW_COLUMNS
+from storage.narrow import Term, build_query
+from storage.narrow_select import select_sql
+from tests.test_message_plans import setup  # noqa: F401  # the module's database fixture
+
+
+def page_plan(db, user, terms):
+    def explain(tx):
+        sql, params = select_sql(build_query(tx, user, terms), "<= ?", True, 1000, ROW_COLUMNS)
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+
+    return db.read(explain)
+
+
+def assert_only(details, expected):
+    """The plan is exactly these steps (the reactions subquery included), with no sort."""
+    assert details == expected, "\n".join(details)
+
+
+REACTIONS = ["CORRELATED SCALAR SUBQUERY 1", "SEARCH r USING INDEX reactions_by_message (message_id=?)"]
+
+
+def test_no_narrow_walks_only_the_user_messages_primary_key(setup):  # noqa: F811
+    db, people = setup
+    assert_only(
+        page_plan(db, people["alice"], []),
+        ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+         *REACTIONS],
+    )  # fmt: skip
+
+
+TOPIC_PLAN = [
+    "SEARCH m USING INDEX messages_by_topic (recipient_id=? AND topic_key=? AND id<?)",
+    "SEARCH um USING PRIMARY KEY (user_id=? AND message_id=?) LEFT-JOIN",
+    *REACTIONS,
+]
+
+
+def test_channel_and_topic_stay_in_messages_by_topic(setup):  # noqa: F811
+    db, people = setup
+    assert_only(page_plan(db, people["alice"], [Term("channel", "general"), Term("topic", "lunch")]), TOPIC_PLAN)
+
+
+def test_repeated_and_duplicate_channel_and_topic_terms_stay_in_messages_by_topic(setup):  # noqa: F811
+    db, people = setup
+    terms = [
+        Term("channel", "general"), Term("topic", "lunch"), Term("stream", "general"), Term("topic", "LUNCH"),
+        Term("channel", "general"),
+    ]  # fmt: skip
+    assert_only(page_plan(db, people["alice"], terms), TOPIC_PLAN)
+    assert_only(page_plan(db, people["alice"], [Term("topic", "lunch"), Term("channel", "general")]), TOPIC_PLAN)
+
+
+def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filters(setup):  # noqa: F811
+    db, people = setup
+
+    def explain(tx):
+        sql, params = select_sql(build_query(tx, people["alice"], []), "<= ?", True, 1000)
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+
+    assert_only(db.read(explain), ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)"])
