@@ -101,10 +101,14 @@ def make_requests(database: str, seed: int = 5) -> dict[str, list[tuple[str, str
 # -- servers ----------------------------------------------------------------------------------
 
 
-def start_server(kind: str, data: str, port: int, log_path: str) -> subprocess.Popen[bytes]:
-    """Start tornchat or the floor in its own process; return once it answers."""
+def start_server(
+    kind: str, data: str, port: int, log_path: str, cache_mib: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start tornchat (with --message-cache-mib, if given) or the floor in its own process; return once it answers."""
     if kind == "tornchat":
         command = [sys.executable, "-m", "tornchat", "serve", "--data-dir", data, "--port", str(port)]
+        if cache_mib is not None:
+            command += ["--message-cache-mib", str(cache_mib)]
     else:
         command = [sys.executable, os.path.join(HERE, "floor_server.py"), "--data", data, "--port", str(port)]
     log = open(log_path, "ab")  # noqa: SIM115 (the child writes to it until stopped)
@@ -189,7 +193,7 @@ SERVERS = ("tornchat", "floor")
 
 def measure(kind: str, data: str, port: int, files: dict[str, str], args: argparse.Namespace) -> dict[str, tuple]:
     """Start one server, measure every case (warm-up, 50 connections, then 1), stop it."""
-    process = start_server(kind, data, port, os.path.join(args.work, f"{kind}.log"))
+    process = start_server(kind, data, port, os.path.join(args.work, f"{kind}.log"), args.message_cache_mib)
     results = {}
     try:
         for name, path in files.items():
@@ -219,6 +223,9 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true", help="skip the byte-for-byte check")
     parser.add_argument("--work", default="/tmp/tornchat-vs-floor", help="request files and server logs")
     parser.add_argument("--port", type=int, default=9931, help="tornchat's port; the floor's is the next")
+    parser.add_argument(
+        "--message-cache-mib", type=int, help="tornchat's encoded-message cache (0: off; default: its default)"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the servers it started (finally clauses)
     settings = prepare_data(args.shape, args.messages, args.data)
@@ -251,7 +258,8 @@ def main() -> None:
         for offset, kind in enumerate(SERVERS):
             for name, result in measure(kind, data, args.port + offset, files, args).items():
                 runs[kind][name].append(result)
-    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    cache = "default" if args.message_cache_mib is None else f"{args.message_cache_mib} MiB"
+    print(f"load average {os.getloadavg()[0]:.1f} at the end; tornchat's message cache: {cache}")
     print_table(runs, files)
 
 

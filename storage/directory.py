@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from storage.db import Tx
+from storage.message_cache import MessageCache
 from storage.realm import Realm, get_realm
 from storage.users import EVERYONE, USER_COLUMNS, User
 
@@ -29,6 +30,8 @@ WATCHED = [
     ("realm", "realm", "0", None),
     ("recipients", "recipients", "0", None),
     ("groups", "direct_message_group_members", "0", None),
+    ("messages", "messages", "id", None),  # the encoded messages of storage/message_cache.py
+    ("messages", "reactions", "message_id", None),
 ]
 STALE_FUNCTION = "tornchat_stale"
 _DUMMY_EMAIL = re.compile(r"user(\d+)@(.+)", re.IGNORECASE)
@@ -67,6 +70,7 @@ class Directory:
         self.conn = conn
         self.pending: set[tuple[str, int]] = set()
         self.data_version = -1
+        self.messages = MessageCache()
         self.reset()
 
     def reset(self) -> None:
@@ -78,6 +82,7 @@ class Directory:
         self.realm_value: Realm | None = None
         self.edit_history_allowed: bool | None = None
         self.participants: dict[int, list[int]] = {}
+        self.messages.clear()
 
     # -- invalidation ------------------------------------------------------------------------
 
@@ -87,6 +92,10 @@ class Directory:
         self.drop(kind, key)
 
     def drop(self, kind: str, key: int) -> None:
+        if kind == "messages":
+            self.messages.drop_message(key)
+            return
+        self.messages.clear()  # what every other kind holds shows in message objects
         if kind == "users":
             user = self.users.pop(key, None)
             self.senders.pop(key, None)

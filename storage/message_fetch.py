@@ -16,6 +16,7 @@ import msgspec
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
+from storage.message_encoded import ID_COLUMNS, SEARCH_COLUMNS, encoded_page
 from storage.message_objects import RENDERED, ROW_COLUMNS, Formats, message_tuple_objects
 from storage.narrow import (
     MUTED_SQL,
@@ -214,8 +215,12 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     return found[0][0] if found else None
 
 
-def get_messages(tx: Tx, user: User, request: FetchRequest) -> dict[str, Any]:
-    """Return the GET /messages response body (without result/msg)."""
+def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | None = None) -> dict[str, Any]:
+    """Return the GET /messages response body (without result/msg).
+
+    With `cache_bytes` (the encoded-message cache's bound), `messages` is the encoded array
+    (msgspec.Raw) assembled from that cache (storage/message_encoded.py); without, a list of objects.
+    """
     terms = parse_narrow(request.narrow)
     check_combination(request)
     anchor = parse_anchor(request) if request.message_ids is None else None
@@ -224,15 +229,16 @@ def get_messages(tx: Tx, user: User, request: FetchRequest) -> dict[str, Any]:
     query = build_query(tx, user, terms)
     if anchor is None:
         assert request.message_ids is not None
-        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, ROW_COLUMNS)
+        columns = _columns(query, cache_bytes)
+        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, columns)
         body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
-        body.update(history_limited=False, messages=_objects(tx, request, query, rows))
+        body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
         return body
     assert request.num_before is not None and request.num_after is not None
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
         tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
-        ROW_COLUMNS,
+        _columns(query, cache_bytes),
     )  # fmt: skip
     return {
         "anchor": value,
@@ -240,7 +246,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest) -> dict[str, Any]:
         "found_oldest": found_oldest,
         "found_newest": found_newest,
         "history_limited": False,
-        "messages": _objects(tx, request, query, rows),
+        "messages": _objects(tx, request, query, rows, cache_bytes),
     }
 
 
@@ -287,8 +293,19 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
     return result
 
 
-def _objects(tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+def _columns(query: Query, cache_bytes: int | None) -> str | None:
+    """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
+    if cache_bytes is None:
+        return ROW_COLUMNS
+    return SEARCH_COLUMNS if query.search_terms else ID_COLUMNS
+
+
+def _objects(
+    tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
+) -> list[dict[str, Any]] | msgspec.Raw:
     formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
+    if cache_bytes is not None:
+        return encoded_page(tx, rows, formats, query.search_terms, cache_bytes)
     objects = message_tuple_objects(tx, rows, formats)
     if query.search_terms:
         for obj, row in zip(objects, rows, strict=True):

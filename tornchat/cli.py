@@ -57,6 +57,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "max_queue_bytes",
             "max_file_upload_size_mib",
             "upload_quota_mib",
+            "message_cache_mib",
             "tls_cert",
             "tls_key",
         )
@@ -124,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         dest="upload_quota_mib",
         type=int,
         help="MiB of uploaded files each user may keep (default 1024)",
+    )
+    serve.add_argument(
+        "--message-cache-mib",
+        dest="message_cache_mib",
+        type=int,
+        help="MiB of encoded messages GET /messages keeps between fetches; 0 turns the cache off (default 128)",
     )
     serve.add_argument("--tls-cert", dest="tls_cert", metavar="FILE", help="serve HTTPS: PEM certificate chain")
     serve.add_argument("--tls-key", dest="tls_key", metavar="FILE", help="the PEM private key of --tls-cert")

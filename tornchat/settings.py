@@ -32,6 +32,7 @@ DEFAULT_MAX_QUEUE_BYTES = 1024 * 1024
 DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB = 25
 DEFAULT_UPLOAD_QUOTA_MIB = 1024
 MULTIPART_OVERHEAD = 64 * 1024
+DEFAULT_MESSAGE_CACHE_MIB = 128  # storage/message_cache.py: some 200,000 messages of one format
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -57,6 +58,8 @@ class Settings(msgspec.Struct, kw_only=True):
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES
     max_file_upload_size_mib: int = DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB
     upload_quota_mib: int = DEFAULT_UPLOAD_QUOTA_MIB
+    # MiB of encoded messages GET /messages keeps between fetches (storage/message_cache.py); 0: off.
+    message_cache_mib: int = DEFAULT_MESSAGE_CACHE_MIB
     # Serving HTTPS directly (both or neither): PEM files of the certificate chain and its key.
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -115,6 +118,7 @@ ENVIRONMENT = {
     "max_queue_bytes": "TORNCHAT_MAX_QUEUE_BYTES",
     "max_file_upload_size_mib": "TORNCHAT_MAX_FILE_UPLOAD_SIZE_MIB",
     "upload_quota_mib": "TORNCHAT_UPLOAD_QUOTA_MIB",
+    "message_cache_mib": "TORNCHAT_MESSAGE_CACHE_MIB",
     "tls_cert": "TORNCHAT_TLS_CERT",
     "tls_key": "TORNCHAT_TLS_KEY",
     "owner_email": "TORNCHAT_OWNER_EMAIL",
@@ -158,6 +162,7 @@ VALUE_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "body_timeout": SECONDS,
     "max_file_upload_size_mib": NOT_NEGATIVE,
     "upload_quota_mib": NOT_NEGATIVE,
+    "message_cache_mib": NOT_NEGATIVE,
     "tls_cert": NOT_EMPTY,
     "tls_key": NOT_EMPTY,
 }

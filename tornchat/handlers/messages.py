@@ -65,7 +65,9 @@ class MessagesHandler(BaseHandler):
     def get(self) -> None:
         p = self.parse()
         request = msgspec.convert(msgspec.structs.asdict(p), FetchRequest)
-        self.respond(self.server.db.read(get_messages, self.user, request))
+        # `messages` comes encoded from the message cache (storage/message_cache.py) unless it is off.
+        cache_bytes = self.server.settings.message_cache_mib << 20 or None
+        self.respond(self.server.db.read(get_messages, self.user, request, cache_bytes))
 
 
 ROUTES = [(r"/messages", MessagesHandler)]

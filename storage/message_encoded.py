@@ -1,0 +1,81 @@
+"""A page of GET /messages as JSON bytes from the encoded-message cache (storage/message_cache.py).
+
+The page's query selects only what changes per viewer or request: id and flags (and, for search
+narrows, what the highlights read). Messages missing from the cache are read in one more query,
+built as storage/message_objects.py builds them, encoded and kept. The bytes equal those of
+encoding the objects message_objects returns (tests/test_message_cache.py compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from storage import linkify
+from storage.db import Tx
+from storage.directory import directory
+from storage.message_cache import flags_tail, highlights, join, key, prefix, shape_of
+from storage.message_objects import MESSAGE_COLUMNS, Formats, build_object, flag_list
+from storage.search_highlight import highlight_content, highlight_topic
+from storage.topics import display_topic
+
+# What the page's query selects: (id, flags), narrow_select's default (None), or, with search terms,
+# (id, flags, rendered_content, topic, channel_id).
+ID_COLUMNS = None
+SEARCH_COLUMNS = "m.id, um.flags, m.rendered_content, m.topic, m.channel_id"
+
+
+def encoded_page(
+    tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats, search_terms: list[str], limit: int
+) -> msgspec.Raw:
+    """The `messages` array of rows of ID_COLUMNS (SEARCH_COLUMNS with search terms), oldest first."""
+    if not rows:
+        return join([])
+    known = directory(tx)
+    cache = known.messages
+    cache.limit = limit
+    linkifiers = linkify.current(tx)
+    if cache.linkifier_key != linkifiers.key:
+        cache.clear()
+        cache.linkifier_key = linkifiers.key
+    shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
+    prefixes: dict[int, bytes] = {}
+    missing = []
+    get = cache.get
+    for row in rows:
+        found = get(key(row[0], shape))
+        if found is None:
+            missing.append(row[0])
+        else:
+            prefixes[row[0]] = found
+    if missing:
+        keep = not known.pending  # nothing read while a reported write may be uncommitted
+        for message_id, encoded in _encode_missing(tx, missing, formats):
+            prefixes[message_id] = encoded
+            if keep:
+                cache.put(key(message_id, shape), encoded)
+    parts = []
+    for row in rows:
+        tail = flags_tail(row[1], flag_list(row[1]))
+        if search_terms:
+            subject = display_topic(row[3], formats.allow_empty_topic_name) if row[4] is not None else ""
+            tail += highlights(highlight_content(row[2], search_terms), highlight_topic(subject, search_terms))
+        parts.append(prefixes[row[0]] + tail + b"}")
+    return join(parts)
+
+
+def _encode_missing(tx: Tx, message_ids: list[int], formats: Formats) -> list[tuple[int, bytes]]:
+    rows = tx.all(
+        f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
+        (msgspec.json.encode(message_ids).decode(),),
+    )
+    known = directory(tx)
+    known.load_members([row[2] for row in rows if row[3] is None])
+    linkifiers = linkify.current(tx)
+    allow_history = known.allow_edit_history()
+    return [
+        (row[0], prefix(build_object(known, linkifiers, allow_history, (row[0], None, *row[1:]), formats, False)))
+        for row in rows
+    ]

@@ -1,0 +1,172 @@
+"""The encoded-message cache (storage/message_cache.py): pages assembled from it are byte for byte
+the pages built without it, after every kind of change to what a message shows (issue 12 point 3)."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import pytest
+
+from storage.directory import directory
+from storage.message_cache import ENTRY_OVERHEAD, MessageCache, key, shape_of
+from storage.message_fetch import FetchRequest, get_messages
+from tests.channel_helpers import make_channel
+from tests.get_messages_helpers import add_reaction_row, post, post_direct
+from tests.helpers import LiveServer, assert_success, data_dir_for, set_visibility
+
+_encode = msgspec.json.Encoder().encode
+EMOJI = [("tada", "1f389"), ("heart", "2764"), ("octopus", "1f419")]
+WORDS = ["lunch", "deploy", "coffee", "release", "https://example.com/x"]
+
+
+@pytest.fixture
+def org(live):
+    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
+    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
+    live.carol = live.make_user(email="carol@example.com", full_name="Carol")
+    live.people = [live.owner, live.alice, live.bob, live.carol]
+    ids = [p.id for p in live.people]
+    live.channels = {name: make_channel(live, name, ids) for name in ("general", "random")}
+    return live
+
+
+def uncached(live, client, params):
+    """The body GET /messages answers with the cache off: built from objects, then encoded."""
+    user = live.user(client.id)
+    request = msgspec.convert(params, FetchRequest)
+    body = live.read(get_messages, user, request)
+    return _encode({"result": "success", "msg": "", **body}) + b"\n"
+
+
+def random_params(rng, live, message_ids):
+    params = {
+        "anchor": rng.choice(["newest", "oldest", str(rng.choice(message_ids)) if message_ids else "newest"]),
+        "num_before": rng.randint(0, 12),
+        "num_after": rng.randint(0, 12),
+        "apply_markdown": rng.random() < 0.5,
+        "client_gravatar": rng.random() < 0.5,
+        "allow_empty_topic_name": rng.random() < 0.5,
+    }
+    kind = rng.choice(["none", "none", "channel", "topic", "dm", "search", "starred", "ids"])
+    if kind == "channel":
+        params["narrow"] = [{"operator": "channel", "operand": rng.choice(list(live.channels))}]
+    elif kind == "topic":
+        params["narrow"] = [{"operator": "channel", "operand": min(live.channels.values())},
+                            {"operator": "topic", "operand": rng.choice(["", "general chat", *WORDS[:3]])}]  # fmt: skip
+    elif kind == "dm":
+        params["narrow"] = [{"operator": "is", "operand": "dm"}]
+    elif kind == "search":
+        params["narrow"] = [{"operator": "search", "operand": rng.choice(WORDS[:4])}]
+    elif kind == "starred":
+        params["narrow"] = [{"operator": "is", "operand": "starred"}]
+    elif kind == "ids" and message_ids:
+        params = {k: v for k, v in params.items() if k not in ("anchor", "num_before", "num_after")}
+        params["message_ids"] = rng.sample(message_ids, min(len(message_ids), rng.randint(1, 6)))
+    return params
+
+
+def http_params(params):
+    return {k: v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in params.items()}
+
+
+def mutate(rng, live, message_ids, step):
+    """One random change of a kind that changes what messages show (or their flags)."""
+    owner, people = live.owner, live.people
+    choice = rng.randrange(14)
+    target = rng.choice(message_ids)
+    if choice == 0:
+        sender = rng.choice(people)
+        message_ids.append(post(live, sender, rng.choice(list(live.channels)), rng.choice(["", *WORDS[:3]]),
+                                f"{rng.choice(WORDS)} number {step}"))  # fmt: skip
+    elif choice == 1:
+        a, b = rng.sample(people, 2)
+        message_ids.append(post_direct(live, a, [b.id], f"{rng.choice(WORDS)} direct {step}"))
+    elif choice == 2:
+        owner.patch(f"/messages/{target}", {"content": f"edited {rng.choice(WORDS)} {step}"})
+    elif choice == 3:
+        owner.patch(f"/messages/{target}", {"topic": rng.choice(WORDS[:3]), "propagate_mode": "change_one"})
+    elif choice == 4 and len(message_ids) > 5:
+        owner.delete(f"/messages/{target}")
+        message_ids.remove(target)
+    elif choice == 5:
+        name, code = rng.choice(EMOJI)
+        add_reaction_row(live, target, rng.choice(people).id, name, code)
+    elif choice == 6:
+        live.write(lambda tx: tx.execute("DELETE FROM reactions WHERE id IN (SELECT id FROM reactions LIMIT 1)"))
+    elif choice == 7:
+        person = rng.choice(people[1:])
+        assert_success(owner.patch(f"/users/{person.id}", {"full_name": f"Name {step}"}))
+    elif choice == 8:
+        set_visibility(live, rng.choice(people).id, rng.choice([1, 5]))
+    elif choice == 9:
+        person = rng.choice(people)
+        live.write(lambda tx: tx.execute("UPDATE users SET avatar_version = avatar_version + 1, avatar_source = ?"
+                                         " WHERE id = ?", (rng.choice(["G", "U"]), person.id)))  # fmt: skip
+    elif choice == 10:
+        channel = rng.choice(list(live.channels))
+        new = f"{channel.split('-')[0]}-{step}"
+        assert_success(owner.patch(f"/streams/{live.channels[channel]}", {"new_name": new}))
+        live.channels[new] = live.channels.pop(channel)
+    elif choice == 11:
+        owner.post("/realm/filters", {"pattern": rf"#{rng.choice(['deploy', 'lunch'])}{step}(?P<id>[0-9]+)",
+                                      "url_template": "https://tracker.example/{id}"})  # fmt: skip
+        message_ids.append(
+            post(live, owner, next(iter(live.channels)), f"deploy{step}17 https://example.com/{step}", "text")
+        )
+    elif choice == 12:
+        assert_success(owner.patch("/realm", {"allow_edit_history": rng.random() < 0.5}))
+    else:
+        flag = rng.choice(["read", "starred"])
+        op = rng.choice(["add", "remove"])
+        rng.choice(people).post("/messages/flags", {"messages": msgspec.json.encode([target]).decode(),
+                                                    "op": op, "flag": flag})  # fmt: skip
+
+
+def test_pages_from_the_cache_equal_pages_without_it_after_random_changes(org):
+    live = org
+    rng = random.Random(12)
+    message_ids = []
+    for n in range(12):
+        message_ids.append(post(live, live.people[n % 4], "general", WORDS[n % 3], f"{WORDS[n % 5]} start {n}"))
+    message_ids.append(post_direct(live, live.alice, [live.bob.id, live.carol.id], "three of us"))
+    compared = hits_seen = 0
+    for step in range(60):
+        mutate(rng, live, message_ids, step)
+        for _ in range(4):
+            client = rng.choice(live.people)
+            params = random_params(rng, live, message_ids)
+            response = client.get("/messages", http_params(params))
+            assert response.status_code == 200, response.text
+            assert response.content == uncached(live, client, params), (step, params)
+            compared += 1
+        hits_seen = live.read(lambda tx: directory(tx).messages.hits)
+    assert compared == 240 and hits_seen > 50  # the cache did serve
+
+
+def test_the_cache_is_bounded_by_bytes():
+    cache = MessageCache()
+    cache.limit = 10 * (100 + ENTRY_OVERHEAD)
+    shape = shape_of(True, True, False)
+    for n in range(50):
+        cache.put(key(n, shape), b"x" * 100)
+    assert cache.size <= cache.limit and len(cache.entries) == 10
+    assert cache.get(key(49, shape)) is not None and cache.get(key(0, shape)) is None
+    cache.put(key(49, shape_of(False, False, True)), b"z")
+    cache.drop_message(49)
+    assert cache.get(key(49, shape)) is None and len(cache.entries) == 8  # both formats of 49 gone
+    cache.limit = 0
+    cache.put(key(99, shape), b"y")
+    assert cache.get(key(99, shape)) is None
+
+
+def test_a_zero_bound_turns_the_cache_off(tmp_path):
+    server = LiveServer(data_dir_for(tmp_path), message_cache_mib=0)
+    try:
+        make_channel(server, "solo", [server.owner.id])
+        message_id = post(server, server.owner, "solo", "t", "hello")
+        body = assert_success(server.owner.get("/messages", {"anchor": "newest", "num_before": 5, "num_after": 0}))
+        assert [m["id"] for m in body["messages"]][-1] == message_id
+        assert server.read(lambda tx: len(directory(tx).messages.entries)) == 0
+    finally:
+        server.stop()
