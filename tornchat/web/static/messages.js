@@ -296,10 +296,8 @@ function markFlag(id, flag, on) {
   else flags.delete(flag);
   message.flags = [...flags];
   const article = view.rows.get(id).lastChild;
-  if (flag === "read") {
-    article.dataset.read = on ? "true" : "false";
-    if (!on) reobserve(view.rows.get(id));
-  }
+  // Marked unread (here or elsewhere): it stays unread while this view is open, as in Zulip.
+  if (flag === "read") article.dataset.read = on ? "true" : "false";
   if (flag === "starred") setStarred(article, on);
 }
 
@@ -312,6 +310,8 @@ export function scrollToBottom() {
 onEvent("message", (event) => {
   const message = { ...event.message, flags: event.flags || [] };
   if (!view.narrow || !view.foundNewest || !matches(view.narrow, message)) return;
+  // Older than the loaded range (a late event): it would sit across a gap.
+  if (!view.foundOldest && view.messages.length && message.id < view.messages[0].id) return;
   const nearBottom = listEl.scrollHeight - listEl.scrollTop - listEl.clientHeight < 120;
   insert([message]);
   if (nearBottom || message.sender_id === state.me.user_id) scrollToBottom();

@@ -1,0 +1,244 @@
+"""The web client's reading and writing features beyond the two-person tests: opening at the first unread
+message and marking what is seen as read, topics with unread counts, editing, starring, searching,
+deleting, snippets, managing scheduled messages, direct messages, and a lost event queue."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.browser.helpers import Browser, wait_until
+from tests.channel_helpers import make_channel
+from tests.helpers import Client, LiveServer, assert_success
+from tests.send_helpers import send_ok
+
+pytestmark = pytest.mark.client
+
+
+@dataclass
+class Setup:
+    live: LiveServer
+    browser: Browser
+    carol: Client
+    town: int  # carol and the owner
+    page: Any  # carol, signed in
+
+
+@pytest.fixture(scope="module")
+def setup(server: LiveServer, browser: Browser) -> Setup:
+    carol = server.make_user(email="carol@example.com", full_name="Carol Castle")
+    town = make_channel(server, "town", [server.owner.id, carol.id])
+    return Setup(server, browser, carol, town, browser.sign_in("carol@example.com"))
+
+
+def channel_link(page: Any, stream_id: int) -> Any:
+    return page.locator(f'[data-testid="channel-item"][data-stream-id="{stream_id}"] button').first
+
+
+def message(page: Any, message_id: int) -> Any:
+    return page.locator(f'[data-testid="message"][data-message-id="{message_id}"]')
+
+
+def flags_of(client: Client, message_id: int) -> list[str]:
+    body = assert_success(client.get("/messages", {"anchor": message_id, "num_before": 0, "num_after": 0}))
+    return body["messages"][0]["flags"]
+
+
+def api_requests(page: Any, path: str) -> list[tuple[str, dict[str, str]]]:
+    """Record (method, params) of the page's requests to /api/v1<path> from now on."""
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def record(request: Any) -> None:
+        url = urllib.parse.urlsplit(request.url)
+        if url.path == "/api/v1" + path:
+            params = dict(urllib.parse.parse_qsl(url.query or (request.post_data or "")))
+            seen.append((request.method, params))
+
+    page.on("request", record)
+    return seen
+
+
+def test_opens_at_the_first_unread_message_and_marks_what_is_seen_as_read(setup):
+    page, carol = setup.page, setup.carol
+    page.get_by_test_id("view-starred").click()  # out of the way: a view showing them would read them
+    channel = make_channel(setup.live, "long", [setup.live.owner.id, carol.id])
+    ids = [send_ok(setup.live.owner, "long", f"line {n}", topic="counting") for n in range(130)]
+    assert_success(carol.post("/messages/flags", {"messages": ids[:100], "op": "add", "flag": "read"}))
+    fetches = api_requests(page, "/messages")
+    marks = api_requests(page, "/messages/flags")
+    channel_link(page, channel).click()
+    first_unread = message(page, ids[100])
+    first_unread.wait_for()
+    assert fetches[0][1]["anchor"] == "first_unread"
+    assert int(fetches[0][1]["num_before"]) <= 100 and int(fetches[0][1]["num_after"]) <= 100
+    # The first unread message is on screen, with read history above it to scroll back to.
+    assert first_unread.is_visible() and message(page, ids[99]).count() == 1
+    box, area = first_unread.bounding_box(), page.get_by_test_id("message-list").bounding_box()
+    assert area["y"] <= box["y"] < area["y"] + area["height"]
+    wait_until(lambda: "read" in flags_of(carol, ids[100]), "the first unread message to be marked read")
+    assert first_unread.get_attribute("data-read") == "true"
+    # Seen messages go in batches, never one request per message; the last ones are below the fold.
+    batches = [json.loads(p["messages"]) for method, p in marks if p.get("flag") == "read" and p.get("op") == "add"]
+    assert batches and max(len(b) for b in batches) > 1
+    assert "read" not in flags_of(carol, ids[-1])
+
+
+def test_topics_of_the_selected_channel_show_their_unread_counts(setup):
+    page = setup.page
+    send_ok(setup.live.owner, "town", "about the fair", topic="fair")
+    send_ok(setup.live.owner, "town", "about the fair again", topic="fair")
+    channel_link(page, setup.town).click()
+    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{setup.town}"][data-topic="fair"]')
+    topic.wait_for()
+    # Opening the channel shows (and so reads) its messages: the counts go to zero as they are seen.
+    wait_until(lambda: topic.get_by_test_id("unread-count").inner_text() == "", "the topic's count to clear")
+    topic.locator("button").click()
+    wait_until(lambda: page.get_by_test_id("narrow-title").inner_text().endswith("fair"), "the topic narrow")
+    assert page.get_by_test_id("compose-topic").input_value() == "fair"
+
+
+def test_edit_star_search_and_delete_an_own_message(setup):
+    page, carol = setup.page, setup.carol
+    channel_link(page, setup.town).click()
+    page.get_by_test_id("compose-topic").fill("edits")
+    page.get_by_test_id("compose-content").fill("first wording")
+    page.get_by_test_id("compose-content").press("Enter")
+    mine = page.locator('[data-testid="message"]', has_text="first wording")
+    mine.wait_for()
+    message_id = int(mine.get_attribute("data-message-id"))
+    mine = message(page, message_id)
+    mine.hover()
+    mine.get_by_test_id("edit-button").click()
+    page.get_by_test_id("edit-content").fill("second wording")
+    page.get_by_test_id("edit-save").click()
+    mine.get_by_test_id("message-edited").wait_for()
+    assert mine.get_by_test_id("message-content").inner_text().strip() == "second wording"
+    assert assert_success(carol.get(f"/messages/{message_id}"))["raw_content"] == "second wording"
+    mine.get_by_test_id("star-button").click()
+    wait_until(lambda: mine.get_by_test_id("star-button").get_attribute("aria-pressed") == "true", "the star")
+    assert "starred" in flags_of(carol, message_id)
+    page.get_by_test_id("view-starred").click()
+    message(page, message_id).wait_for()
+    searches = api_requests(page, "/messages")
+    page.get_by_test_id("search-input").fill("second wording")
+    page.get_by_test_id("search-input").press("Enter")
+    wait_until(lambda: searches, "the search request")
+    assert json.loads(searches[0][1]["narrow"]) == [{"operator": "search", "operand": "second wording"}]
+    message(page, message_id).wait_for()
+    message(page, message_id).hover()
+    message(page, message_id).get_by_test_id("delete-button").click()
+    page.get_by_test_id("delete-confirm").click()
+    message(page, message_id).wait_for(state="detached")
+    assert carol.get(f"/messages/{message_id}").status_code == 400
+
+
+def test_a_snippet_goes_into_the_box_and_shift_enter_makes_a_newline(setup):
+    page, carol = setup.page, setup.carol
+    channel_link(page, setup.town).click()
+    page.get_by_test_id("compose-topic").fill("snippets")
+    page.get_by_test_id("snippet-open").click()
+    page.get_by_test_id("snippet-title").fill("Greeting")
+    page.get_by_test_id("snippet-content").fill("Good morning, town")
+    page.get_by_test_id("snippet-new").click()
+    [saved] = assert_success(carol.get("/saved_snippets"))["saved_snippets"]
+    assert (saved["title"], saved["content"]) == ("Greeting", "Good morning, town")
+    page.locator(f'[data-testid="snippet-item"][data-snippet-id="{saved["id"]}"]').click()
+    box = page.get_by_test_id("compose-content")
+    assert box.input_value() == "Good morning, town"
+    box.press("End")
+    box.press("Shift+Enter")
+    box.type("and good night")
+    assert box.input_value() == "Good morning, town\nand good night"
+    box.press("Enter")
+    sent = page.locator('[data-testid="message"]', has_text="and good night")
+    sent.wait_for()
+    last = assert_success(carol.get("/messages", {"anchor": "newest", "num_before": 1, "num_after": 0}))
+    assert last["messages"][-1]["content"] == "<p>Good morning, town<br>\nand good night</p>"
+
+
+def test_a_scheduled_message_is_edited_rescheduled_and_cancelled(setup):
+    page, carol = setup.page, setup.carol
+    at = int(setup.live.clock.now) // 60 * 60 + 24 * 3600
+    params = {"type": "stream", "to": setup.town, "topic": "later", "content": "tomorrow"}
+    body = carol.post("/scheduled_messages", {**params, "scheduled_delivery_timestamp": at})
+    scheduled_id = assert_success(body)["scheduled_message_id"]
+    page.get_by_test_id("scheduled-open").click()
+    item = page.locator(f'[data-testid="scheduled-item"][data-scheduled-id="{scheduled_id}"]')
+    item.get_by_test_id("scheduled-edit").click()
+    page.get_by_test_id("scheduled-edit-content").fill("the day after")
+    page.get_by_test_id("scheduled-edit-save").click()
+    wait_until(lambda: "the day after" in item.inner_text(), "the edited text in the list")
+    item.get_by_test_id("scheduled-reschedule").click()
+    later = at + 3600
+    page.get_by_test_id("scheduled-time").fill(time.strftime("%Y-%m-%dT%H:%M", time.gmtime(later)))
+    page.get_by_test_id("scheduled-reschedule-save").click()
+
+    def stored() -> dict[str, Any]:
+        [one] = assert_success(carol.get("/scheduled_messages"))["scheduled_messages"]
+        return one
+
+    wait_until(lambda: stored()["scheduled_delivery_timestamp"] == later, "the new time to be stored")
+    assert stored()["content"] == "the day after"
+    item.get_by_test_id("scheduled-cancel").click()
+    item.wait_for(state="detached")
+    assert assert_success(carol.get("/scheduled_messages"))["scheduled_messages"] == []
+    page.keyboard.press("Escape")
+    page.get_by_test_id("scheduled-list").wait_for(state="detached")
+
+
+def test_a_direct_message_to_an_email_gets_its_conversation_in_the_sidebar(setup):
+    page, carol, owner = setup.page, setup.carol, setup.live.owner
+    page.get_by_test_id("compose-type").select_option("private")
+    page.get_by_test_id("compose-to").fill("owner@example.com")
+    page.get_by_test_id("compose-content").fill("a word in private")
+    page.get_by_test_id("compose-send").click()
+    item = page.locator(f'[data-testid="dm-item"][data-user-ids="{owner.id}"]')
+    item.wait_for()
+    last = assert_success(owner.get("/messages", {"anchor": "newest", "num_before": 1, "num_after": 0}))
+    assert last["messages"][-1]["content"] == "<p>a word in private</p>"
+    assert [r["id"] for r in last["messages"][-1]["display_recipient"]] == sorted([carol.id, owner.id])
+    item.locator("button").click()
+    page.locator('[data-testid="message"]', has_text="a word in private").wait_for()
+    assert page.get_by_test_id("compose-to").input_value() == "owner@example.com"
+
+
+def test_a_lost_event_queue_is_replaced_and_the_compose_box_keeps_its_text(setup):
+    page, carol = setup.page, setup.carol
+    channel_link(page, setup.town).click()
+    page.get_by_test_id("compose-topic").fill("queues")
+    page.get_by_test_id("compose-content").fill("half a thought")
+    state_module = page.evaluate("document.querySelector('script[type=module]').src.replace(/app\\.js$/, 'state.js')")
+    queue_id = page.evaluate(f"import('{state_module}').then(m => m.state.queueId)")
+    assert_success(carol.delete("/events", {"queue_id": queue_id}))
+    # The next poll answers BAD_EVENT_QUEUE_ID: the page registers again and still shows new messages.
+    wait_until(
+        lambda: page.evaluate(f"import('{state_module}').then(m => m.state.queueId)") not in (queue_id, None),
+        "a new event queue",
+    )
+    message_id = send_ok(setup.live.owner, "town", "after the queue", topic="queues")
+    message(page, message_id).wait_for()
+    assert page.get_by_test_id("compose-content").input_value() == "half a thought"
+    page.get_by_test_id("compose-content").fill("")
+
+
+def test_a_message_moved_elsewhere_and_marked_unread_elsewhere_updates_live(setup):
+    page, carol = setup.page, setup.carol
+    channel_link(page, setup.town).click()
+    message_id = send_ok(setup.live.owner, "town", "moving soon", topic="old place")
+    shown = message(page, message_id)
+    shown.wait_for()
+    wait_until(lambda: shown.get_attribute("data-read") == "true", "the message to be read")
+    assert_success(carol.post("/messages/flags", {"messages": [message_id], "op": "remove", "flag": "read"}))
+    wait_until(lambda: shown.get_attribute("data-read") == "false", "the message to show as unread again")
+    assert_success(setup.live.owner.patch(f"/messages/{message_id}", {"topic": "new place"}))
+    shown.get_by_test_id("message-moved").wait_for()
+
+
+def test_no_page_broke_the_content_security_policy(setup):
+    assert setup.browser.console.csp_violations() == []
+    assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []
