@@ -11,7 +11,7 @@ cost to wake N requests and write N responses; everything above it is tornchat's
 send itself, publishing, encoding, per-request costs).
 
 Also measures the memory of idle event queues (`--idle-queues`, in the server process).
-Usage: python bench/event_fanout.py [--polls 1000] [--rounds 3] [--formats 1] [--port 9510]
+Usage: python bench/event_fanout.py [--polls 1000] [--rounds 3] [--formats 1] [--port 9510] [--gc-stats]
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
             return people
 
         people = server.db.write(setup)
+        import gc
+
+        gc.callbacks.append(_gc_timer)  # the time spent in garbage collection (command "gc")
         credentials = [[p.delivery_email, p.api_key] for p in [owner, *people]]
         print(json.dumps({"credentials": credentials}), flush=True)
         await _commands(lambda command: _tornchat_command(server, command, idle_queues))
@@ -78,7 +81,21 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
     asyncio.run(main())
 
 
+GC_TIME = [0.0, 0, 0.0]  # seconds in collections, collections, start of the current one
+GC_STATS = "--gc-stats" in sys.argv
+
+
+def _gc_timer(phase: str, info: dict) -> None:
+    if phase == "start":
+        GC_TIME[2] = time.perf_counter()
+    else:
+        GC_TIME[0] += time.perf_counter() - GC_TIME[2]
+        GC_TIME[1] += 1
+
+
 def _tornchat_command(server: Any, command: str, idle_queues: int) -> str:
+    if command == "gc":
+        return f"{GC_TIME[0] * 1000:.1f} ms in {GC_TIME[1]} collections"
     if command == "parked":
         return str(sum(q.parked for q in server.queues.queues.values()))
     if command == "cpu":
@@ -269,11 +286,14 @@ async def tornchat_round(
     if profile:
         child.ask("profile")
     body = urllib.parse.urlencode({"type": "stream", "to": "fanout", "topic": "t", "content": "hello " * 20})
+    gc_before = child.ask("gc") if GC_STATS else ""
     cpu = float(child.ask("cpu"))
     sent = time.perf_counter()
     await sender.request("POST", "/api/v1/messages", sender_auth, body.encode())
     await asyncio.gather(*tasks)
     cpu = float(child.ask("cpu")) - cpu
+    if gc_before:
+        print(f"garbage collection: {gc_before} before the round, {child.ask('gc')} after", file=sys.stderr)
     if profile:
         child.ask(f"profile {profile}")
     for answer in answers:
@@ -370,6 +390,7 @@ def main() -> None:
     parser.add_argument("--idle-queues", type=int, default=10_000)
     parser.add_argument("--port", type=int, default=9510)
     parser.add_argument("--profile", help="write a cProfile of tornchat during the first round to this file")
+    parser.add_argument("--gc-stats", action="store_true", help="print the server's garbage collection per round")
     args = parser.parse_args()
     if args.serve:
         serve_tornchat(args.port, args.polls, args.idle_queues)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 
@@ -10,8 +11,9 @@ import pytest
 
 from storage.users import get_user_by_id
 from tests.channel_helpers import make_channel
-from tests.events_helpers import Poll, poll, register, send_direct, send_stream, wait_until_parked
+from tests.events_helpers import Poll, poll, register, send_direct, send_stream, wait_on_server, wait_until_parked
 from tests.helpers import assert_success
+from tornchat import event_queues
 from tornchat.event_forms import Body, entry_json, prepared
 from tornchat.handlers.events import DEFERRED_LOGS
 
@@ -130,3 +132,22 @@ def test_a_woken_poll_is_logged_after_its_wave(live, caplog):
     live.call(lambda: DEFERRED_LOGS[live.loop].flush())
     lines = [r.getMessage() for r in caplog.records if r.name == "tornchat.access"]
     assert any(line.startswith("GET /api/v1/events 200") for line in lines), lines
+
+
+def test_a_wave_of_polls_holds_the_garbage_collector_until_answered(live, monkeypatch):
+    monkeypatch.setattr(event_queues, "WAVE_QUEUES", 3)
+    monkeypatch.setattr(event_queues, "WAVE_SECONDS", 2.0)
+    people = [live.owner, live.make_user(), live.make_user()]
+    make_channel(live, "open", [p.id for p in people])
+    make_channel(live, "small", [live.owner.id])
+    for person in people:
+        register(person, event_types=["message"])
+    try:
+        send_stream(live.owner, "small")  # one queue: no wave
+        assert live.call(gc.isenabled)
+        send_stream(live.owner, "open")  # three queues: a wave
+        assert not live.call(gc.isenabled)
+        wait_on_server(live, gc.isenabled, "the collector runs again after WAVE_SECONDS")
+    finally:
+        live.call(lambda: event_queues._release_garbage_collection(live.loop))
+        gc.enable()
