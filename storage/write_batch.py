@@ -104,6 +104,14 @@ class WriteBatcher:
                 self.scheduled = True
                 self._arm(None)
 
+    def drain(self) -> None:
+        """Run every queued call now (before the connection closes); a scheduled flush then finds nothing."""
+        self._token += 1
+        self.scheduled = self._waiting = False
+        while self.pending:
+            batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
+            self.run(batch)
+
     def run(self, batch: list[tuple[Call, Done]]) -> None:
         """Run one batch now and answer its callers in order."""
         self.batches += 1

@@ -164,3 +164,12 @@ def test_single_sends_still_go_alone(live, general):
     for n in range(3):
         assert_success(send(live.owner, general, f"alone {n}"))
     assert live.call(lambda: batcher.batches) - before == 3
+
+
+def test_sends_queued_at_shutdown_are_stored(live, general):
+    held = Held(live)
+    queued = [held.send(live.owner, general, f"late {n}") for n in range(2)]
+    live.call(live.server.writes.batcher.drain)  # what Server.close does before closing the database
+    ids = [assert_success(f.result(10))["id"] for f in queued]
+    assert [stored(live, i)["content"] for i in ids] == ["late 0", "late 1"]
+    assert held.release() == 0  # the captured flushes find nothing left

@@ -159,6 +159,7 @@ class Server:
         if self.push_sender is not None:
             self.push_sender.stop()
         batcher = self.writes.batcher
+        batcher.drain()  # sends still queued are stored, not dropped (unanswered if their connection is gone)
         logging.getLogger("tornchat").info("group commit: %d sends in %d transactions", batcher.calls, batcher.batches)
         self.db.close()
 
