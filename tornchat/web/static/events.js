@@ -209,6 +209,11 @@ const appliers = {
     else if (event.op === "update") state.snippets.set(event.saved_snippet.id, event.saved_snippet);
     else if (event.op === "remove") state.snippets.delete(event.saved_snippet_id);
   },
+  realm(event) {
+    if (event.op === "update") state.realm[`realm_${event.property}`] = event.value;
+    else if (event.op === "update_dict")
+      for (const [key, value] of Object.entries(event.data)) state.realm[`realm_${key}`] = value;
+  },
   realm_emoji(event) {
     if (event.op === "update") state.realmEmoji = new Map(Object.values(event.realm_emoji).map((e) => [e.name, e]));
   },

@@ -48,6 +48,21 @@ function actionButton(label, testid, onClick, extra = {}) {
   );
 }
 
+const EDIT_GRACE_SECONDS = 20; // Zulip's allowance past the limit for an edit started in time
+
+function withinLimit(message, limit) {
+  return limit === null || limit === undefined || Date.now() / 1000 - message.timestamp < limit + EDIT_GRACE_SECONDS;
+}
+
+/** Zulip shows the edit action only while the realm lets the author edit the content. */
+function canEdit(message) {
+  return state.realm.realm_allow_message_editing !== false && withinLimit(message, state.realm.realm_message_content_edit_limit_seconds);
+}
+
+function canDelete(message) {
+  return withinLimit(message, state.realm.realm_message_content_delete_limit_seconds);
+}
+
 /** Builds the <article> of a message. */
 export function buildMessage(message, narrow) {
   const flags = message.flags || [];
@@ -68,8 +83,8 @@ export function buildMessage(message, narrow) {
     { class: "message-actions" },
     actionButton("Add reaction", "react-button", (e) => openEmojiPicker(e.currentTarget, (emoji) => addReaction(message, emoji)), { text: "☺+" }),
     star,
-    mine ? actionButton("Edit", "edit-button", () => startEdit(article, message), { text: "✎" }) : null,
-    mine ? actionButton("Delete", "delete-button", () => confirmDelete(message), { text: "✕" }) : null,
+    mine && canEdit(message) ? actionButton("Edit", "edit-button", () => startEdit(article, message), { text: "✎" }) : null,
+    mine && canDelete(message) ? actionButton("Delete", "delete-button", () => confirmDelete(message), { text: "✕" }) : null,
   );
   article.append(
     avatar(message),
