@@ -114,12 +114,16 @@ async function start() {
   navigate(parseHash(location.hash) || views.all(), { replace: true });
 }
 
+const NOTICE_KEY = "tornchat.notice";
+
+/** Signs out: the event queue is deleted, the key forgotten, and the page loaded afresh so that
+ * nothing of this account (cached topics, drafts, messages) stays in memory for the next one. */
 async function signOut(notice = "") {
   await stopEvents();
   forgetAuth();
   layout = null;
-  history.replaceState(null, "", location.pathname);
-  renderLogin(root, start, notice);
+  if (notice) sessionStorage.setItem(NOTICE_KEY, notice);
+  location.replace(location.pathname);
 }
 
 onChange((kind) => {
@@ -145,4 +149,8 @@ document.addEventListener("keydown", (e) => {
 });
 
 if (loadAuth() && currentAuth()) start();
-else renderLogin(root, start);
+else {
+  const notice = sessionStorage.getItem(NOTICE_KEY) || "";
+  sessionStorage.removeItem(NOTICE_KEY);
+  renderLogin(root, start, notice);
+}
