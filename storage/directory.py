@@ -71,7 +71,11 @@ class Directory:
         self.pending: set[tuple[str, int]] = set()
         self.data_version = -1
         self.messages = MessageCache()
+        self.installed = False  # the transaction that created the triggers has committed
         self.reset()
+
+    def mark_installed(self) -> None:
+        self.installed = True
 
     def reset(self) -> None:
         self.users: dict[int, User] = {}
@@ -266,25 +270,28 @@ def directory(tx: Tx) -> Directory:
     """The connection's directory, checked against what ended since its last use.
 
     The triggers are created on first use, inside whatever transaction that is: if it rolls back
-    they go with it, and a table rebuilt by a migration loses its own. So their presence is
-    checked on every use (a look at the temporary schema), and everything is dropped when one is
-    missing. A connection not opened by storage.db.connect gets a fresh directory each time.
+    they go with it. Until a transaction that created them has committed, their presence is
+    checked on every use (a look at the temporary schema) and they are created again, with a new
+    directory, when missing. A connection not opened by storage.db.connect gets a fresh directory
+    each time.
     """
     conn = tx.conn
     if not hasattr(conn, "directory"):
         return Directory(conn)
     found: Directory | None = conn.directory
-    if found is None or conn.execute(COUNT_TRIGGERS).fetchone()[0] != TRIGGER_COUNT:
-        found = install(conn)
+    if found is None or (not found.installed and conn.execute(COUNT_TRIGGERS).fetchone()[0] != TRIGGER_COUNT):
+        found = install(tx)
     found.check(tx)
     return found
 
 
-def install(conn: sqlite3.Connection) -> Directory:
+def install(tx: Tx) -> Directory:
     """Create the connection's directory and the triggers that keep it right (the tables must exist)."""
+    conn = tx.conn
     found = Directory(conn)
     conn.create_function(STALE_FUNCTION, 2, found.stale)
     for sql in trigger_sql():
         conn.execute(sql)
     conn.directory = found  # type: ignore[attr-defined]
+    tx.after_commit.append(found.mark_installed)
     return found

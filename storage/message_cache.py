@@ -86,13 +86,24 @@ def prefix(obj: dict[str, object]) -> bytes:
 
 
 _flag_tails: dict[int | None, bytes] = {}
+_closing_tails: dict[int | None, bytes] = {}
 
 
-def flags_tail(bits: int | None, names: list[str]) -> bytes:
+def flags_tail(bits: int | None) -> bytes:
     """`,"flags":[...]` for a bit set (None: historical), encoded once per distinct value."""
     found = _flag_tails.get(bits)
     if found is None:
-        found = _flag_tails[bits] = b',"flags":' + _encode(names)
+        from storage.message_objects import flag_list  # which builds on the directory, which holds this cache
+
+        found = _flag_tails[bits] = b',"flags":' + _encode(flag_list(bits))
+    return found
+
+
+def closing_tail(bits: int | None) -> bytes:
+    """`,"flags":[...]}`: the end of a message object with these flags (and no highlights)."""
+    found = _closing_tails.get(bits)
+    if found is None:
+        found = _closing_tails[bits] = flags_tail(bits) + b"}"
     return found
 
 

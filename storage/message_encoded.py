@@ -16,8 +16,8 @@ import msgspec
 from storage import linkify
 from storage.db import Tx
 from storage.directory import directory
-from storage.message_cache import flags_tail, highlights, join, key, prefix, shape_of
-from storage.message_objects import MESSAGE_COLUMNS, Formats, build_object, flag_list
+from storage.message_cache import closing_tail, flags_tail, highlights, join, key, prefix, shape_of
+from storage.message_objects import MESSAGE_COLUMNS, Formats, build_object
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.topics import display_topic
 
@@ -41,28 +41,32 @@ def encoded_page(
         cache.clear()
         cache.linkifier_key = linkifiers.key
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
-    prefixes: dict[int, bytes] = {}
+    entries, touch = cache.entries, cache.entries.move_to_end
+    prefixes: list[bytes | None] = []
     missing = []
-    get = cache.get
     for row in rows:
-        found = get(key(row[0], shape))
+        found = entries.get(key(row[0], shape))
         if found is None:
             missing.append(row[0])
         else:
-            prefixes[row[0]] = found
+            touch(key(row[0], shape))
+        prefixes.append(found)
+    cache.hits += len(rows) - len(missing)
+    cache.misses += len(missing)
     if missing:
         keep = not known.pending  # nothing read while a reported write may be uncommitted
-        for message_id, encoded in _encode_missing(tx, missing, formats):
-            prefixes[message_id] = encoded
+        fresh = dict(_encode_missing(tx, missing, formats))
+        for message_id, encoded in fresh.items():
             if keep:
                 cache.put(key(message_id, shape), encoded)
+        prefixes = [fresh[row[0]] if found is None else found for row, found in zip(rows, prefixes, strict=True)]
+    if not search_terms:
+        return join([found + closing_tail(row[1]) for row, found in zip(rows, prefixes, strict=True)])  # type: ignore[operator]
     parts = []
-    for row in rows:
-        tail = flags_tail(row[1], flag_list(row[1]))
-        if search_terms:
-            subject = display_topic(row[3], formats.allow_empty_topic_name) if row[4] is not None else ""
-            tail += highlights(highlight_content(row[2], search_terms), highlight_topic(subject, search_terms))
-        parts.append(prefixes[row[0]] + tail + b"}")
+    for row, found in zip(rows, prefixes, strict=True):
+        subject = display_topic(row[3], formats.allow_empty_topic_name) if row[4] is not None else ""
+        marks = highlights(highlight_content(row[2], search_terms), highlight_topic(subject, search_terms))
+        parts.append(found + flags_tail(row[1]) + marks + b"}")  # type: ignore[operator]
     return join(parts)
 
 

@@ -157,18 +157,24 @@ def test_the_directory_agrees_with_the_database_for_every_user(people):
         assert cached == stored
 
 
-def test_lost_triggers_are_put_back_and_everything_dropped(tmp_path):
+def test_triggers_created_in_a_rolled_back_transaction_are_created_again(tmp_path):
     from storage.db import Database
 
     db = Database(str(tmp_path / "db.sqlite3"))
     try:
+
+        def first_use_then_fail(tx):
+            directory(tx)
+            assert tx.value(directory_module.COUNT_TRIGGERS) == directory_module.TRIGGER_COUNT
+            raise RuntimeError("rolled back")
+
+        with pytest.raises(RuntimeError):
+            db.write(first_use_then_fail)
+        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == 0
+        assert not db.conn.directory.installed
         db.read(lambda tx: directory(tx))
-        count = db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS))
-        assert count == directory_module.TRIGGER_COUNT
-        db.conn.execute("DROP TRIGGER temp.tornchat_directory_users_update")
-        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == count - 1
-        db.read(lambda tx: directory(tx))
-        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == count
+        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == directory_module.TRIGGER_COUNT
+        assert db.conn.directory.installed
     finally:
         db.close()
 
