@@ -85,17 +85,24 @@ GC_TIME = [0.0, 0, 0.0]  # seconds in collections, collections, start of the cur
 GC_STATS = "--gc-stats" in sys.argv
 
 
+GC_LOG: list[str] = []
+
+
 def _gc_timer(phase: str, info: dict) -> None:
     if phase == "start":
         GC_TIME[2] = time.perf_counter()
     else:
-        GC_TIME[0] += time.perf_counter() - GC_TIME[2]
+        spent = time.perf_counter() - GC_TIME[2]
+        GC_TIME[0] += spent
         GC_TIME[1] += 1
+        GC_LOG.append(f"gen{info['generation']} {spent * 1000:.1f}ms")
 
 
 def _tornchat_command(server: Any, command: str, idle_queues: int) -> str:
     if command == "gc":
-        return f"{GC_TIME[0] * 1000:.1f} ms in {GC_TIME[1]} collections"
+        collections = ", ".join(GC_LOG[-5:])
+        GC_LOG.clear()
+        return f"{GC_TIME[0] * 1000:.1f} ms in {GC_TIME[1]} collections (last: {collections})"
     if command == "parked":
         return str(sum(q.parked for q in server.queues.queues.values()))
     if command == "cpu":
