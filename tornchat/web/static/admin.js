@@ -1,6 +1,6 @@
 // Channels and people: create and browse channels, personal subscription settings, and (administrators)
 // new accounts and roles. Every change goes through the public API; the page's state catches up through
-// the subscription, stream and realm_user events that W1's event loop applies, which re-render these panels.
+// the subscription, stream and realm_user events that events.js applies, which redraw these panels.
 import { api } from "./api.js";
 import { onChange, state } from "./state.js";
 import { el, clear, openDialog, toast } from "./ui.js";
@@ -54,7 +54,7 @@ function isFocusLost() {
   return !document.activeElement || document.activeElement === document.body;
 }
 
-/** Opens a dialog whose body render() rebuilds after every state change, until it closes. */
+/** Opens a dialog whose body render() redraws after each event that changes it, until it closes. */
 function liveDialog(title, testid, render) {
   const body = el("div", { class: "admin-panel" });
   let stop = null;
@@ -90,7 +90,7 @@ function rowSelector(row) {
 
 let fieldCount = 0;
 
-/** A label above its control, tied by id (W1's forms stack them in a column). */
+/** A label above its control, tied by id (style.css's .snippet-form stacks them in a column). */
 function field(text, control) {
   control.id = `admin-field-${++fieldCount}`;
   return [el("label", { for: control.id }, text), control];
@@ -174,7 +174,10 @@ export function openChannels() {
     refresh = again;
     if (!body.querySelector("form.admin-form")) body.appendChild(channelForm()); // kept: half-typed input
     const streams = new Map([...known, ...state.streams]);
-    const rows = [...streams.values()].sort((a, b) => a.name.localeCompare(b.name)).map(channelRow);
+    const rows = [...streams.values()]
+      .filter((s) => !s.is_archived)
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map(channelRow);
     if (!body.querySelector("h3.channel-list-title")) body.appendChild(el("h3", { class: "channel-list-title" }, "All channels"));
     const list = body.querySelector("ul.channel-list") || body.appendChild(el("ul", { class: "item-list channel-list" }));
     clear(list).append(...(rows.length ? rows : [el("li", { class: "muted-text" }, "No channels yet.")]));
@@ -230,7 +233,7 @@ export function openSubscriptionSettings(streamId) {
 
 function userForm() {
   const email = el("input", { type: "email", required: true, "data-testid": "user-create-email" });
-  const name = el("input", { type: "text", required: true, maxlength: 60, "data-testid": "user-create-name" });
+  const name = el("input", { type: "text", required: true, maxlength: 100, "data-testid": "user-create-name" });
   const submit = el("button", { type: "submit", class: "primary", "data-testid": "user-create-submit" }, "Create account");
   const shown = el("div", { class: "item-editor admin-password", "aria-live": "polite" });
   const form = el(
