@@ -85,6 +85,10 @@ def test_a_failing_send_rolls_back_only_itself(live, general):
     assert count_rows(live, "messages") == 2
     channels_with_recipient = live.read(lambda tx: tx.column("SELECT type_id FROM recipients WHERE type = 2"))
     assert channels_with_recipient == [general]  # fresh's, written by the refused send, was rolled back
+    # The good sends ran twice (the refused one had written: the batch ran again without it), but
+    # only the run that committed published: one event each, none for the refused send.
+    published = [e["message"]["content"] for e, _ in live.events() if e["type"] == "message"]
+    assert published == ["<p>first</p>", "<p>last</p>"]
     assert count_rows(live, "user_messages") == 2
 
 
