@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
+from storage.checkpoint import Checkpointer
+
 log = logging.getLogger("tornchat.storage")
 
 R = TypeVar("R")
@@ -36,6 +38,7 @@ PROGRESS_STEPS = 10_000
 WAL_AUTOCHECKPOINT = 10_000
 # Each connection's SQLite page cache (KiB) and memory-mapped part of the file (bytes): connect().
 PAGE_CACHE_KIB = 256 * 1024
+INSERT_USER_MESSAGES = "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)"
 MMAP_SIZE = 4 << 30
 
 
@@ -46,7 +49,7 @@ class QueryBudgetExceeded(Exception):
 class Tx:
     """One open transaction: SQL helpers, the clock, and events waiting for the commit."""
 
-    __slots__ = ("conn", "now", "events", "after_commit", "budget", "cpu_clock")
+    __slots__ = ("conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred")
 
     def __init__(
         self,
@@ -54,6 +57,7 @@ class Tx:
         now: float,
         budget: float | None = DEFAULT_QUERY_BUDGET,
         cpu_clock: Clock = time.thread_time,
+        deferred: list[tuple[int, int, int]] | None = None,
     ) -> None:
         self.conn = conn
         self.now = now
@@ -61,25 +65,49 @@ class Tx:
         self.after_commit: list[Callable[[], None]] = []
         self.budget = budget  # CPU seconds left for bounded queries; None: unbounded
         self.cpu_clock = cpu_clock
+        # user_messages rows not inserted yet (shared by the calls of one batch): insert_user_messages.
+        self.deferred: list[tuple[int, int, int]] = [] if deferred is None else deferred
+
+    def insert_user_messages(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """Insert (user_id, message_id, flags) rows before the COMMIT, together with the transaction's others.
+
+        Rows of the messages of one transaction (a batch of sends) are inserted sorted by primary key,
+        so each receiver's b-tree leaves are visited once per transaction instead of once per message
+        (~15% of the rows' CPU for a batch of ten messages to 1,000 users). Any statement of the
+        transaction that names user_messages inserts them first, so no one reads around them.
+        """
+        self.deferred.extend(rows)
+
+    def flush_user_messages(self) -> None:
+        """Insert the deferred user_messages rows now (the Database does before COMMIT)."""
+        if self.deferred:
+            rows = sorted(self.deferred)
+            self.deferred.clear()
+            self.conn.executemany(INSERT_USER_MESSAGES, rows)
+
+    def _cursor(self, sql: str) -> sqlite3.Connection:
+        if self.deferred and "user_messages" in sql:
+            self.flush_user_messages()
+        return self.conn
 
     def execute(self, sql: str, params: SqlParams = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
+        return self._cursor(sql).execute(sql, params)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
-        return self.conn.executemany(sql, rows)
+        return self._cursor(sql).executemany(sql, rows)
 
     def one(self, sql: str, params: SqlParams = ()) -> sqlite3.Row | None:
-        return self.conn.execute(sql, params).fetchone()
+        return self._cursor(sql).execute(sql, params).fetchone()
 
     def all(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
-        return self.conn.execute(sql, params).fetchall()
+        return self._cursor(sql).execute(sql, params).fetchall()
 
     def value(self, sql: str, params: SqlParams = ()) -> Any:
-        row = self.conn.execute(sql, params).fetchone()
+        row = self._cursor(sql).execute(sql, params).fetchone()
         return None if row is None else row[0]
 
     def column(self, sql: str, params: SqlParams = ()) -> list[Any]:
-        return [row[0] for row in self.conn.execute(sql, params)]
+        return [row[0] for row in self._cursor(sql).execute(sql, params)]
 
     def bounded(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
         """Return every row of a query that may scan far (a narrow), within the transaction's budget.
@@ -90,6 +118,7 @@ class Tx:
         """
         if self.budget is None:
             return self.all(sql, params)
+        self._cursor(sql)
         clock, started = self.cpu_clock, self.cpu_clock()
         deadline = started + self.budget
         stopped = False
@@ -272,8 +301,18 @@ class Database:
         except BaseException:
             self.conn.close()  # a refused (newer) or broken database is left as it was found
             raise
+        self.checkpointer: Checkpointer | None = None
+
+    def start_checkpointer(self) -> None:
+        """Copy the WAL into the database on a thread of its own after commits (the server's, storage/checkpoint.py)."""
+        if self.checkpointer is None:
+            self.checkpointer = Checkpointer(self.path)
 
     def close(self) -> None:
+        # The checkpointer's connection closes first: the last one to close copies and removes the WAL.
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+            self.checkpointer = None
         self.conn.close()
 
     def read(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
@@ -304,17 +343,17 @@ class Database:
 
     def _run_batch(self, calls: Sequence[Call], indexes: list[int], outcomes: list[Outcome | None]) -> list[int]:
         """One transaction over these calls, their outcomes filled in; return the calls to run again."""
-        now, kept = self.clock(), []
+        now, kept, deferred = self.clock(), [], []
         self.conn.execute("BEGIN IMMEDIATE")
         for position, index in enumerate(indexes):
             fn, args, kwargs = calls[index]
-            tx = Tx(self.conn, now, self.query_budget, self.cpu_clock)
-            changes = self.conn.total_changes
+            tx = Tx(self.conn, now, self.query_budget, self.cpu_clock, deferred)
+            changes, rows = self.conn.total_changes, len(deferred)
             try:
                 result = fn(tx, *args, **kwargs)
             except Exception as error:
                 outcomes[index] = (error, None)
-                if self.conn.in_transaction and self.conn.total_changes == changes:
+                if self.conn.in_transaction and self.conn.total_changes == changes and len(deferred) == rows:
                     continue  # refused before writing anything: the others go on
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
@@ -330,6 +369,8 @@ class Database:
 
     def _commit_batch(self, kept: list[tuple[int, Tx]], outcomes: list[Outcome | None]) -> None:
         try:
+            if kept:
+                kept[0][1].flush_user_messages()  # every call's deferred rows: the list is shared
             self.conn.execute("COMMIT")
         except BaseException as error:
             if self.conn.in_transaction:
@@ -339,8 +380,13 @@ class Database:
             if not isinstance(error, Exception):
                 raise
             return
+        self._committed()
         for _, tx in kept:
             self._after_commit(tx)
+
+    def _committed(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.notify()
 
     def _after_commit(self, tx: Tx) -> None:
         if self.publish is not None:
@@ -354,10 +400,13 @@ class Database:
         self.conn.execute(begin)
         try:
             result = fn(tx, *args, **kwargs)
+            tx.flush_user_messages()
         except BaseException:
             if self.conn.in_transaction:  # an interrupted write statement rolls back by itself
                 self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
+        if begin != "BEGIN":
+            self._committed()
         self._after_commit(tx)
         return result

@@ -320,10 +320,8 @@ def store_message(
         read_by_sender = default_read_by_sender(client, sender, destination)
     bits = user_flags(tx, sender, destination, rendered, read_by_sender)
     alert_words.flag_alert_words(tx, sender.id, content, bits)
-    tx.executemany(
-        "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)",
-        [(user_id, message_id, value) for user_id, value in sorted(bits.items())],
-    )
+    # Inserted before the COMMIT, with the rows of the other messages of a batch (Tx.insert_user_messages).
+    tx.insert_user_messages([(user_id, message_id, value) for user_id, value in bits.items()])
     push_notifications.notify_new_message(tx, message_id, sender, destination, rendered, bits)
     claim_attachments(tx, sender, message_id, rendered.html)
     publish_message(tx, message_id, bits, local=local)

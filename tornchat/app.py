@@ -74,6 +74,7 @@ class Server:
         self.events = EventBus()
         self.db = Database(settings.database_path, clock, self.events.publish)
         self.writes = WriteQueue(self.db)  # group commit for POST /messages
+        self.db.start_checkpointer()  # WAL checkpoints off the event loop (storage/checkpoint.py)
         self.db.write(rerender.rerender_images)  # HTML saved before images became links
         self.realm = self.db.read(realm_storage.get_realm)
         self.login_limiter = LoginLimiter(clock)
