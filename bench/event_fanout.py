@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -71,6 +72,8 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
         people = server.db.write(setup)
         import gc
 
+        gc.collect()  # as `tornchat serve` does once started (tornchat/cli.py)
+        gc.freeze()
         gc.callbacks.append(_gc_timer)  # the time spent in garbage collection (command "gc")
         credentials = [[p.delivery_email, p.api_key] for p in [owner, *people]]
         print(json.dumps({"credentials": credentials}), flush=True)
@@ -290,23 +293,35 @@ async def tornchat_round(
 
     tasks = [asyncio.ensure_future(poll(item)) for item in polls]
     await wait_parked(child, len(polls))
-    if profile:
+    spy = None
+    if profile and profile.endswith(".spy"):  # sampled by py-spy (raw collapsed stacks), less distorting
+        spy = subprocess.Popen(
+            ["py-spy", "record", "-p", str(child.process.pid), "-r", "2000", "-f", "raw", "-o", profile]
+        )
+        await asyncio.sleep(1.0)  # attached
+    elif profile:
         child.ask("profile")
     body = urllib.parse.urlencode({"type": "stream", "to": "fanout", "topic": "t", "content": "hello " * 20})
     gc_before = child.ask("gc") if GC_STATS else ""
-    cpu = float(child.ask("cpu"))
+    cpu, client_cpu = float(child.ask("cpu")), time.process_time()
     sent = time.perf_counter()
     await sender.request("POST", "/api/v1/messages", sender_auth, body.encode())
+    acknowledged = time.perf_counter()
     await asyncio.gather(*tasks)
     cpu = float(child.ask("cpu")) - cpu
     if gc_before:
         print(f"garbage collection: {gc_before} before the round, {child.ask('gc')} after", file=sys.stderr)
-    if profile:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
+    elif profile:
         child.ask(f"profile {profile}")
     for answer in answers:
         if b'"type":"message"' not in answer:
             raise RuntimeError(f"not a message event: {answer[:300]!r}")
-    return {**summary(sorted((t - sent) * 1000 for t in arrived)), "cpu": cpu * 1000}, answers[0]
+    client_cpu = time.process_time() - client_cpu
+    measured = {**summary(sorted((t - sent) * 1000 for t in arrived)), "cpu": cpu * 1000, "client": client_cpu * 1000}
+    return {**measured, "send": (acknowledged - sent) * 1000}, answers[0]
 
 
 async def floor_round(child: Child, connections: list[Connection], sender: Connection, body: bytes) -> Any:
@@ -319,17 +334,24 @@ async def floor_round(child: Child, connections: list[Connection], sender: Conne
 
     tasks = [asyncio.ensure_future(poll(c)) for c in connections]
     await wait_parked(child, len(connections))
-    cpu = float(child.ask("cpu"))
+    cpu, client_cpu = float(child.ask("cpu")), time.process_time()
     sent = time.perf_counter()
     await sender.request("POST", "/messages", body=body)
+    acknowledged = time.perf_counter()
     await asyncio.gather(*tasks)
+    client_cpu = time.process_time() - client_cpu
     cpu = float(child.ask("cpu")) - cpu
-    return {**summary(sorted((t - sent) * 1000 for t in arrived)), "cpu": cpu * 1000}
+    return {
+        **summary(sorted((t - sent) * 1000 for t in arrived)),
+        "cpu": cpu * 1000,
+        "send": (acknowledged - sent) * 1000,
+        "client": client_cpu * 1000,
+    }
 
 
 def summary(latencies: list[float]) -> dict[str, float]:
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-    return {"p50": statistics.median(latencies), "p99": p99, "last": latencies[-1]}
+    return {"first": latencies[0], "p50": statistics.median(latencies), "p99": p99, "last": latencies[-1]}
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -352,6 +374,7 @@ async def run(args: argparse.Namespace) -> None:
         floor = Child("--floor", floor_args)
         connections = [await Connection.open(args.port + 1) for _ in polls]
         floor_sender = await Connection.open(args.port + 1)
+        await floor_round(floor, connections, floor_sender, answer)  # warm-up, as tornchat had one
         results["floor"].append(await floor_round(floor, connections, floor_sender, answer))
         for connection in [*connections, floor_sender]:
             connection.writer.close()
@@ -368,9 +391,10 @@ def report(args: argparse.Namespace, results: dict[str, Any], register_ms: float
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"{args.polls} parked long-polls on one channel, {args.formats} queue format(s), answer {size} bytes;")
-    print("one message sent; ms from the send until each poll's answer is read (client in its own process)")
-    print("and the server process's CPU time meanwhile (ms); ratio = tornchat / floor")
-    columns = ("p50", "p99", "last", "cpu")
+    print("one message sent; ms from the send until the sender's answer (send), the first and each poll's answer")
+    print("is read (client in its own process); the server's and the client's CPU time meanwhile (ms);")
+    print("ratio = tornchat / floor")
+    columns = ("send", "first", "p50", "p99", "last", "cpu", "client")
     heads = "  ".join(f"{c:>6}" for c in columns)
     print(f"{'round':>5}  tornchat: {heads}   floor: {heads}")
     for n, (ours, floor) in enumerate(zip(results["tornchat"], results["floor"], strict=True), 1):
@@ -396,7 +420,11 @@ def main() -> None:
     parser.add_argument("--formats", type=int, default=1, choices=range(1, len(FORMATS) + 1))
     parser.add_argument("--idle-queues", type=int, default=10_000)
     parser.add_argument("--port", type=int, default=9510)
-    parser.add_argument("--profile", help="write a cProfile of tornchat during the first round to this file")
+    parser.add_argument(
+        "--profile",
+        help="profile tornchat from the send to the last answer of the first round into this file: "
+        "cProfile, or py-spy's raw collapsed stacks if it ends in .spy",
+    )
     parser.add_argument("--gc-stats", action="store_true", help="print the server's garbage collection per round")
     args = parser.parse_args()
     if args.serve:

@@ -55,7 +55,8 @@ class ChannelObjects:
         """Every channel by id."""
         fields = Channel.__struct_fields__
         rows = self.tx.execute(f"SELECT {CHANNEL_COLUMNS} FROM channels").fetchall()
-        return {row[0]: msgspec.convert(dict(zip(fields, row, strict=True)), Channel, strict=False) for row in rows}
+        found = msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[Channel], strict=False)
+        return {channel.id: channel for channel in found}
 
     @functools.cached_property
     def _groups(self) -> dict[int, tuple[str | None, bool]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import hmac
 import re
@@ -120,10 +121,17 @@ def can_see_delivery_email(viewer: User | None, user: User) -> bool:
 
 def avatar_url(user: User) -> str:
     """Return the gravatar URL of a user: md5 of the lower-cased email, versioned."""
-    digest = hashlib.md5(user.delivery_email.lower().encode(), usedforsecurity=False).hexdigest()
-    return f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}"
+    return _gravatar_url(user.delivery_email, user.avatar_version)
 
 
+# Pure functions run for every user of every POST /register and GET /users: cached (bounded).
+@functools.lru_cache(maxsize=16384)
+def _gravatar_url(email: str, version: int) -> str:
+    digest = hashlib.md5(email.lower().encode(), usedforsecurity=False).hexdigest()
+    return f"https://secure.gravatar.com/avatar/{digest}?v={version}"
+
+
+@functools.lru_cache(maxsize=16384)
 def iso_minutes(timestamp: int) -> str:
     moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M+00:00")
@@ -366,13 +374,15 @@ def access_user_by_email(tx: Tx, actor: User, email: str, realm: Realm) -> User:
 def list_users(tx: Tx, user_ids: list[int] | None) -> list[User]:
     """Return users (active and not, bots included) by id; all of them when user_ids is None."""
     if user_ids is None:
-        rows = tx.all(f"SELECT {USER_COLUMNS} FROM users ORDER BY id")
+        rows = tx.execute(f"SELECT {USER_COLUMNS} FROM users ORDER BY id").fetchall()
     else:
-        rows = tx.all(
+        rows = tx.execute(
             f"SELECT {USER_COLUMNS} FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (msgspec.json.encode(user_ids).decode(),),
-        )
-    return [msgspec.convert(dict(row), User, strict=False) for row in rows]
+        ).fetchall()
+    # One conversion for the whole list (strict=False turns SQLite's 0/1 into booleans).
+    fields = User.__struct_fields__
+    return msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[User], strict=False)
 
 
 def users_who_see_email(tx: Tx, user: User) -> list[int]:
