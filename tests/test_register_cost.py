@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import msgspec
 import pytest
 
 from storage import groups, subscriptions
 from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
-from storage.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects
+from storage.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects, subscriber_counts
 from storage.users import get_user_by_id
 from tests.channel_helpers import archive, make_channel
 from tests.events_helpers import register, send_stream
@@ -111,3 +113,73 @@ def per_channel_state(tx, user_id, include_subscribers):
 def test_subscriber_counts_use_the_active_subscriptions_index(live):
     plan = live.read(lambda tx: [row[3] for row in tx.all("EXPLAIN QUERY PLAN " + SUBSCRIBER_COUNTS_SQL)])
     assert any("INDEX subscriptions_by_channel" in step for step in plan), plan
+
+
+def counted(tx):
+    """(the kept counts, a fresh count) read in one transaction."""
+    return subscriber_counts(tx), dict(tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall())
+
+
+def test_subscriber_counts_are_kept_until_a_write_changes_them(live):
+    member, other = live.make_user(), live.make_user()
+    channel_id = make_channel(live, "kept", [live.owner.id, member.id])
+    first, fresh = live.read(counted)
+    assert first == fresh and first[channel_id] == 2
+    again, _ = live.read(counted)
+    assert again is first  # no write since: the same counts, not read again
+    live.write(lambda tx: tx.execute("UPDATE users SET last_active = 1 WHERE id = ?", (member.id,)))
+    assert live.read(counted)[0] is first  # a write to other columns keeps them
+    assert_success(live.owner.post("/users/me/subscriptions", {"subscriptions": '[{"name": "kept"}]',
+                                                               "principals": f"[{other.id}]"}))  # fmt: skip
+    added, fresh = live.read(counted)
+    assert added == fresh and added[channel_id] == 3
+    assert_success(live.owner.delete(f"/users/{other.id}"))  # deactivated: no longer counted
+    deactivated, fresh = live.read(counted)
+    assert deactivated == fresh and deactivated[channel_id] == 2
+    assert_success(member.delete("/users/me/subscriptions", {"subscriptions": '["kept"]'}))
+    left, fresh = live.read(counted)
+    assert left == fresh and left[channel_id] == 1
+    state = register(live.owner, fetch_event_types=["subscription"])
+    assert [s["subscriber_count"] for s in state["subscriptions"] if s["stream_id"] == channel_id] == [1]
+
+
+def test_subscriber_counts_read_in_a_rolled_back_write_are_not_kept(live):
+    member = live.make_user()
+    channel_id = make_channel(live, "rolled", [live.owner.id])
+    assert live.read(counted)[0][channel_id] == 1
+
+    def subscribe_then_fail(tx):
+        subscriptions.subscribe(tx, [get_channel_by_id(tx, channel_id)], [member.id])
+        inside, fresh = counted(tx)
+        assert inside == fresh and inside[channel_id] == 2  # the transaction sees its own write
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        live.write(subscribe_then_fail)
+    after, fresh = live.read(counted)
+    assert after == fresh and after[channel_id] == 1
+
+
+def test_subscriber_counts_follow_writes_from_another_connection(live):
+    member = live.make_user()
+    channel_id = make_channel(live, "elsewhere", [live.owner.id])
+    assert live.read(counted)[0][channel_id] == 1
+    with sqlite3.connect(live.server.settings.database_path) as other:  # no triggers there: data_version tells
+        other.execute("INSERT INTO subscriptions (user_id, channel_id, color) VALUES (?, ?, '#c2c2c2')",
+                      (member.id, channel_id))  # fmt: skip
+    other.close()
+    after, fresh = live.read(counted)
+    assert after == fresh and after[channel_id] == 2
+
+
+def test_subscriber_counts_read_before_a_write_in_the_same_transaction_are_not_kept(live):
+    member = live.make_user()
+    channel_id = make_channel(live, "later", [live.owner.id])
+
+    def count_then_subscribe(tx):
+        assert counted(tx)[0][channel_id] == 1
+        subscriptions.subscribe(tx, [get_channel_by_id(tx, channel_id)], [member.id])
+
+    live.write(count_then_subscribe)
+    after, fresh = live.read(counted)
+    assert after == fresh and after[channel_id] == 2
