@@ -374,12 +374,15 @@ def access_user_by_email(tx: Tx, actor: User, email: str, realm: Realm) -> User:
 def list_users(tx: Tx, user_ids: list[int] | None) -> list[User]:
     """Return users (active and not, bots included) by id; all of them when user_ids is None."""
     if user_ids is None:
-        rows = tx.execute(f"SELECT {USER_COLUMNS} FROM users ORDER BY id").fetchall()
-    else:
-        rows = tx.execute(
-            f"SELECT {USER_COLUMNS} FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
-            (msgspec.json.encode(user_ids).decode(),),
-        ).fetchall()
+        from storage.directory import directory  # it builds on this module
+
+        # Every user, from the in-memory directory (which every write to users invalidates).
+        found = directory(tx)
+        return [user for user_id in tx.column("SELECT id FROM users ORDER BY id") if (user := found.user(user_id))]
+    rows = tx.execute(
+        f"SELECT {USER_COLUMNS} FROM users WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
+        (msgspec.json.encode(user_ids).decode(),),
+    ).fetchall()
     # One conversion for the whole list (strict=False turns SQLite's 0/1 into booleans).
     fields = User.__struct_fields__
     return msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[User], strict=False)
