@@ -31,6 +31,17 @@ SUBSCRIBER_COUNTS_SQL = (
     "SELECT channel_id, count(*) FROM subscriptions"
     " WHERE active AND user_id NOT IN (SELECT id FROM users WHERE NOT is_active) GROUP BY channel_id"
 )
+# Each channel recipient's first and last message, and its messages from an id on: one statement
+# each, the per-channel index lookups run inside SQLite (600 statements from Python took 8 times as long).
+FIRST_LAST_SQL = (
+    "SELECT r.id, (SELECT id FROM messages WHERE recipient_id = r.id ORDER BY id LIMIT 1),"
+    " (SELECT id FROM messages WHERE recipient_id = r.id ORDER BY id DESC LIMIT 1)"
+    " FROM recipients AS r WHERE r.type = 2"
+)
+COUNTS_SINCE_SQL = (
+    "SELECT r.id, (SELECT count(*) FROM messages WHERE recipient_id = r.id AND id >= ?) FROM recipients AS r"
+    " WHERE r.type = 2"
+)
 # Anonymous groups (a setting's {direct_members, direct_subgroups}): their active members and subgroups.
 ANONYMOUS_MEMBERS_SQL = (
     "SELECT m.group_id, m.user_id FROM user_group_members AS m JOIN users AS u ON u.id = m.user_id"
@@ -123,35 +134,52 @@ class ChannelObjects:
         }
 
     def _statistics(self, channel: Channel) -> dict[str, Any]:
-        """channels.message_statistics, each moment's first message looked up once for all channels."""
+        """channels.message_statistics, from a few statements over every channel's recipient."""
         now = self.tx.now
         recipient = self._recipients.get(channel.id)
-        first = None if recipient is None else self.tx.value(
-            "SELECT id FROM messages WHERE recipient_id = ? ORDER BY id LIMIT 1", (recipient,)
-        )  # fmt: skip
+        first, last = self._first_last.get(recipient, (None, None)) if recipient is not None else (None, None)
         age = now - channel.date_created
         traffic = None
         if age >= WEEK:
             window = min(age, TRAFFIC_WINDOW_SECONDS)
-            traffic = round(self._count_since(recipient, now - window, None) * WEEK / window)
-        recently_active = (
-            age < RECENTLY_ACTIVE_SECONDS or self._count_since(recipient, now - RECENTLY_ACTIVE_SECONDS, 1) > 0
-        )
+            if window == TRAFFIC_WINDOW_SECONDS:  # the same moment for every channel that old: counted together
+                count = self._window_counts.get(recipient, 0) if recipient is not None else 0
+            else:
+                count = self._count_since(recipient, now - window)
+            traffic = round(count * WEEK / window)
+        # A message sent since the moment exists if the channel's last message is one.
+        since = self._first_since(now - RECENTLY_ACTIVE_SECONDS)
+        recently_active = age < RECENTLY_ACTIVE_SECONDS or (since is not None and last is not None and last >= since)
         return {"first_message_id": first, "stream_weekly_traffic": traffic, "is_recently_active": recently_active}
 
-    def _count_since(self, recipient_id: int | None, moment: float, limit: int | None) -> int:
-        if recipient_id is None:
-            return 0
+    @functools.cached_property
+    def _first_last(self) -> dict[int, tuple[int | None, int | None]]:
+        """Each channel recipient's first and last message ids (index lookups in one statement)."""
+        rows = self.tx.execute(FIRST_LAST_SQL).fetchall()
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    @functools.cached_property
+    def _window_counts(self) -> dict[int, int]:
+        """Each channel recipient's messages in the last TRAFFIC_WINDOW_SECONDS (one statement)."""
+        since = self._first_since(self.tx.now - TRAFFIC_WINDOW_SECONDS)
+        return {} if since is None else dict(self.tx.execute(COUNTS_SINCE_SQL, (since,)).fetchall())
+
+    def _first_since(self, moment: float) -> int | None:
+        """The first message id sent at or after the moment (ids grow with their send time)."""
         key = int(moment)
         if key not in self._since:
             self._since[key] = self.tx.value(
                 "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1", (key,)
             )
-        since = self._since[key]
-        if since is None:
+        return self._since[key]
+
+    def _count_since(self, recipient_id: int | None, moment: float) -> int:
+        since = self._first_since(moment)
+        if recipient_id is None or since is None:
             return 0
-        query = "SELECT count(*) FROM (SELECT 1 FROM messages WHERE recipient_id = ? AND id >= ? LIMIT ?)"
-        return int(self.tx.value(query, (recipient_id, since, -1 if limit is None else limit)))
+        return int(
+            self.tx.value("SELECT count(*) FROM messages WHERE recipient_id = ? AND id >= ?", (recipient_id, since))
+        )
 
 
 # -- subscriber counts, kept per connection ----------------------------------------------------

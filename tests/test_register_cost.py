@@ -183,3 +183,32 @@ def test_subscriber_counts_read_before_a_write_in_the_same_transaction_are_not_k
     live.write(count_then_subscribe)
     after, fresh = live.read(counted)
     assert after == fresh and after[channel_id] == 2
+
+
+def test_message_statistics_in_bulk_equal_channel_object(live):
+    """Traffic over the whole window (counted for all channels at once) and over a young channel's age."""
+    make_channel(live, "old busy", [live.owner.id])
+    make_channel(live, "old silent", [live.owner.id])
+    for n in range(3):
+        send_stream(live.owner, "old busy", f"before the window {n}")
+    live.clock.advance(40 * DAY)
+    make_channel(live, "young", [live.owner.id])
+    for n in range(6):
+        send_stream(live.owner, "old busy", f"in the window {n}")
+        send_stream(live.owner, "young", f"young {n}")
+        live.clock.advance(2 * DAY)
+    make_channel(live, "new", [live.owner.id])
+    live.clock.advance(DAY)
+
+    def both(tx):
+        objects = ChannelObjects(tx)
+        return [
+            (objects.object(channel_id), channel_object(tx, get_channel_by_id(tx, channel_id), tx.now))
+            for channel_id in sorted(objects.channels)
+        ]
+
+    pairs = live.read(both)
+    for bulk, single in pairs:
+        assert msgspec.json.encode(bulk) == msgspec.json.encode(single)
+    traffic = {bulk["name"]: bulk["stream_weekly_traffic"] for bulk, _ in pairs}
+    assert traffic == {"old busy": 2, "old silent": 0, "young": 3, "new": None}  # 6 * 7 / 28; 6 * 7 / 13
