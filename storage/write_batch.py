@@ -28,10 +28,15 @@ MAX_BATCH = 64
 GATHER_SECONDS = 0.005
 GATHER_SHARE = 0.25
 RECENT = 8
+# The longest the next batch waits for the checkpointer to copy a large WAL (storage/checkpoint.py);
+# after it the batch runs anyway (the serving connection's automatic checkpoint bounds the WAL).
+COPY_WAIT_SECONDS = 0.2
 
 Done = Callable[[BaseException | None, Any], None]
 Schedule = Callable[[Callable[[], None]], None]
 ScheduleLater = Callable[[float, Callable[[], None]], None]
+# wait_for_copy(fn): fn() runs on the batcher's thread once the checkpointer copied the whole WAL.
+WaitForCopy = Callable[[Callable[[], None]], None]
 
 
 class WriteBatcher:
@@ -45,11 +50,20 @@ class WriteBatcher:
     """
 
     def __init__(
-        self, db: Database, schedule: Schedule, schedule_later: ScheduleLater, max_batch: int = MAX_BATCH
+        self,
+        db: Database,
+        schedule: Schedule,
+        schedule_later: ScheduleLater,
+        max_batch: int = MAX_BATCH,
+        wait_for_copy: WaitForCopy | None = None,
     ) -> None:
         self.db = db
         self.schedule = schedule
         self.schedule_later = schedule_later
+        self.wait_for_copy = wait_for_copy
+        self._holding = False  # the due flush waits for the checkpointer
+        self._copied = False  # the checkpointer answered: the next flush does not wait again
+        self.copy_waits = 0
         self.max_batch = max_batch
         self.pending: list[tuple[Call, Done]] = []
         self.scheduled = False  # a flush is due (soon, or when the wait ends)
@@ -66,7 +80,7 @@ class WriteBatcher:
         if not self.scheduled:
             self.scheduled = True
             self._arm(None)
-        elif self._waiting and len(self.pending) >= self.expected:
+        elif self._waiting and not self._holding and len(self.pending) >= self.expected:
             self._arm(None)  # everyone expected is here: stop waiting
 
     def _arm(self, delay: float | None) -> None:
@@ -92,6 +106,8 @@ class WriteBatcher:
         if not self._waiting and len(self.pending) < self.expected and wait > 0:
             self._arm(wait)
             return
+        if self._wait_for_copy():
+            return
         batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
         self.scheduled = False
         started = time.perf_counter()
@@ -104,10 +120,37 @@ class WriteBatcher:
                 self.scheduled = True
                 self._arm(None)
 
+    def _wait_for_copy(self) -> bool:
+        """Hold the next batch until the checkpointer has copied a large WAL; return whether it waits.
+
+        The transaction that begins after every frame was copied starts the WAL from its beginning:
+        under sustained sends one always began before the last copy ended, and the WAL grew to the
+        serving connection's bound, whose checkpoint then held the event loop. The loop serves
+        other requests meanwhile; the wait ends when the thread answers or after COPY_WAIT_SECONDS.
+        """
+        checkpointer = self.db.checkpointer
+        if self._copied or self.wait_for_copy is None or checkpointer is None or not checkpointer.restart_due:
+            self._copied = False
+            return False
+        self._token += 1
+        token = self._token
+        self._waiting = self._holding = True
+        self.copy_waits += 1
+
+        def copied() -> None:
+            if token == self._token:
+                self._token += 1
+                self._holding, self._copied = False, True
+                self._flush()
+
+        self.wait_for_copy(copied)
+        self.schedule_later(COPY_WAIT_SECONDS, copied)
+        return True
+
     def drain(self) -> None:
         """Run every queued call now (before the connection closes); a scheduled flush then finds nothing."""
         self._token += 1
-        self.scheduled = self._waiting = False
+        self.scheduled = self._waiting = self._holding = False
         while self.pending:
             batch, self.pending = self.pending[: self.max_batch], self.pending[self.max_batch :]
             self.run(batch)
