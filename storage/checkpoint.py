@@ -32,7 +32,7 @@ INTERVAL = 0.05
 # thread to copy every frame before its next transaction: that transaction then starts the WAL
 # from its beginning. Under sustained sends a transaction always began before the copy of the last
 # one finished, so the WAL only restarted when it reached the serving connection's bound.
-RESTART_FRAMES = 4_000
+RESTART_FRAMES = 8_000
 # A WAL file larger than this after IDLE_SECONDS without a write is truncated.
 IDLE_SECONDS = 1.0
 TRUNCATE_BYTES = 16 << 20
