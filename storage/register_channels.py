@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -25,6 +26,8 @@ from storage.channels import (
     Channel,
 )
 from storage.db import Tx
+
+R = TypeVar("R")
 
 # Active subscribers per channel; deactivated users are few: a list, not a join (half the time).
 SUBSCRIBER_COUNTS_SQL = (
@@ -64,24 +67,20 @@ class ChannelObjects:
 
     @functools.cached_property
     def channels(self) -> dict[int, Channel]:
-        """Every channel by id."""
-        fields = Channel.__struct_fields__
-        rows = self.tx.execute(f"SELECT {CHANNEL_COLUMNS} FROM channels").fetchall()
-        found = msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[Channel], strict=False)
-        return {channel.id: channel for channel in found}
+        """Every channel by id (shared)."""
+        return kept(self.tx, "channels", _read_channels)
 
     @functools.cached_property
     def _groups(self) -> dict[int, tuple[str | None, bool]]:
-        rows = self.tx.execute("SELECT id, name, is_system_group FROM user_groups")
-        return {row[0]: (row[1], bool(row[2])) for row in rows}
+        return kept(self.tx, "groups", _read_groups)
 
     @functools.cached_property
     def _members(self) -> dict[int, list[int]]:
-        return _grouped(self.tx, ANONYMOUS_MEMBERS_SQL)
+        return kept(self.tx, "members", lambda tx: _grouped(tx, ANONYMOUS_MEMBERS_SQL))
 
     @functools.cached_property
     def _subgroups(self) -> dict[int, list[int]]:
-        return _grouped(self.tx, ANONYMOUS_SUBGROUPS_SQL)
+        return kept(self.tx, "subgroups", lambda tx: _grouped(tx, ANONYMOUS_SUBGROUPS_SQL))
 
     @functools.cached_property
     def _subscribers(self) -> dict[int, int]:
@@ -89,7 +88,8 @@ class ChannelObjects:
 
     @functools.cached_property
     def _recipients(self) -> dict[int, int]:
-        return dict(self.tx.execute("SELECT type_id, id FROM recipients WHERE type = 2").fetchall())
+        sql = "SELECT type_id, id FROM recipients WHERE type = 2"
+        return kept(self.tx, "recipients", lambda tx: dict(tx.execute(sql).fetchall()))
 
     def object(self, channel_id: int) -> dict[str, Any]:
         """channels.channel_object of this channel (shared: copy it before changing it)."""
@@ -182,66 +182,88 @@ class ChannelObjects:
         )
 
 
-# -- subscriber counts, kept per connection ----------------------------------------------------
-# Counting them reads every active subscription (20,000 rows for 1,000 users in 20 channels each,
-# a quarter of a registration's time). The counts are kept between registrations and dropped by
-# temporary triggers on every write that can change them, whatever code path makes it.
-COUNTS_CHANGED = "tornchat_subscriber_counts_changed"
-COUNTS_TRIGGERS = [
-    f"CREATE TEMP TRIGGER IF NOT EXISTS tornchat_subscriber_counts_{table}_{event.split()[0].lower()} AFTER {event}"
-    f" ON main.{table} BEGIN SELECT {COUNTS_CHANGED}(); END"
+# -- kept per connection ----------------------------------------------------------------------
+# What every registration reads of the channels, groups and subscriber counts (counting reads
+# every active subscription: 20,000 rows for 1,000 users in 20 channels each) is kept between
+# registrations, and dropped by temporary triggers on every write to those tables, whatever code
+# path makes it (message statistics change with every message: they are read each time).
+KEPT_CHANGED = "tornchat_register_kept_changed"
+KEPT_TRIGGERS = [
+    f"CREATE TEMP TRIGGER IF NOT EXISTS tornchat_register_kept_{table}_{event.split()[0].lower()} AFTER {event}"
+    f" ON main.{table} BEGIN SELECT {KEPT_CHANGED}(); END"
     for table, events in (
         ("subscriptions", ("INSERT", "DELETE", "UPDATE OF user_id, channel_id, active")),
         ("users", ("INSERT", "DELETE", "UPDATE OF id, is_active")),
+        ("channels", ("INSERT", "DELETE", "UPDATE")),
+        ("recipients", ("INSERT", "DELETE", "UPDATE")),
+        ("user_groups", ("INSERT", "DELETE", "UPDATE")),
+        ("user_group_members", ("INSERT", "DELETE", "UPDATE")),
+        ("user_group_subgroups", ("INSERT", "DELETE", "UPDATE")),
     )
     for event in events
 ]
 
 
-class _KeptCounts:
-    """One connection's subscriber counts and what they were read under."""
+class _Kept:
+    """One connection's kept values, each with the (generation, PRAGMA data_version) it was read under."""
 
     def __init__(self) -> None:
         self.changes = itertools.count()  # next() is atomic: a trigger may fire on another thread
-        self.generation = next(self.changes)  # bumped by every write to the counted rows
+        self.generation = next(self.changes)  # bumped by every write to the watched tables
         self.installed = False  # the transaction that created the triggers has committed
-        self.counts: dict[int, int] | None = None
-        self.key: tuple[int, int] = (-1, -1)  # (generation, PRAGMA data_version) of `counts`
+        self.values: dict[str, tuple[tuple[int, int], Any]] = {}
 
     def changed(self) -> None:
         self.generation = next(self.changes)
 
 
-def subscriber_counts(tx: Tx) -> dict[int, int]:
-    """Active, non-deactivated subscribers per channel id (channels without any are left out).
+def kept(tx: Tx, name: str, read: Callable[[Tx], R]) -> R:
+    """read(tx), kept per connection until a write to the watched tables (shared: do not change it).
 
-    Kept per connection until a write to subscriptions or users.is_active (reported by temporary
-    triggers; other connections' commits change PRAGMA data_version). Counts read in a
-    transaction are kept once it has committed, under the generation they were read at (a write
-    later in it makes them unusable): a rolled-back state is never kept. Shared: do not change them.
+    Writes on this connection are reported by temporary triggers, other connections' commits by
+    PRAGMA data_version. A value read in a transaction is kept once it has committed, under the
+    generation it was read at (a write later in it makes it unusable): a rolled-back state is never kept.
     """
     conn = tx.conn
-    kept: _KeptCounts | None = getattr(conn, "subscriber_counts", None)
-    if kept is None:
-        if not hasattr(conn, "__dict__"):  # a plain sqlite3 connection: nothing to keep them on
-            return dict(tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall())
-        kept = conn.subscriber_counts = _KeptCounts()  # type: ignore[attr-defined]
-        conn.create_function(COUNTS_CHANGED, 0, kept.changed)
-    if not kept.installed:
-        for sql in COUNTS_TRIGGERS:  # gone again if this transaction rolls back
+    found: _Kept | None = getattr(conn, "register_kept", None)
+    if found is None:
+        if not hasattr(conn, "__dict__"):  # a plain sqlite3 connection: nothing to keep it on
+            return read(tx)
+        found = conn.register_kept = _Kept()  # type: ignore[attr-defined]
+        conn.create_function(KEPT_CHANGED, 0, found.changed)
+    if not found.installed:
+        for sql in KEPT_TRIGGERS:  # gone again if this transaction rolls back
             tx.execute(sql)
-        tx.after_commit.append(functools.partial(setattr, kept, "installed", True))
-    key = (kept.generation, tx.execute("PRAGMA data_version").fetchone()[0])
-    if kept.counts is not None and kept.key == key:
-        return kept.counts
-    counts = dict(tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall())
+        tx.after_commit.append(functools.partial(setattr, found, "installed", True))
+    key = (found.generation, tx.execute("PRAGMA data_version").fetchone()[0])
+    entry = found.values.get(name)
+    if entry is not None and entry[0] == key:
+        return entry[1]
+    value = read(tx)
 
-    def keep() -> None:  # a write after the read bumped the generation: the key no longer matches
-        if kept.installed:
-            kept.counts, kept.key = counts, key
+    def keep() -> None:
+        if found.installed:
+            found.values[name] = (key, value)
 
     tx.after_commit.append(keep)
-    return counts
+    return value
+
+
+def subscriber_counts(tx: Tx) -> dict[int, int]:
+    """Active, non-deactivated subscribers per channel id (channels without any are left out); kept."""
+    return kept(tx, "subscriber_counts", lambda tx: dict(tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall()))
+
+
+def _read_channels(tx: Tx) -> dict[int, Channel]:
+    fields = Channel.__struct_fields__
+    rows = tx.execute(f"SELECT {CHANNEL_COLUMNS} FROM channels").fetchall()
+    found = msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[Channel], strict=False)
+    return {channel.id: channel for channel in found}
+
+
+def _read_groups(tx: Tx) -> dict[int, tuple[str | None, bool]]:
+    rows = tx.execute("SELECT id, name, is_system_group FROM user_groups")
+    return {row[0]: (row[1], bool(row[2])) for row in rows}
 
 
 def _grouped(tx: Tx, sql: str) -> dict[int, list[int]]:

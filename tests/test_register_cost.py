@@ -212,3 +212,40 @@ def test_message_statistics_in_bulk_equal_channel_object(live):
         assert msgspec.json.encode(bulk) == msgspec.json.encode(single)
     traffic = {bulk["name"]: bulk["stream_weekly_traffic"] for bulk, _ in pairs}
     assert traffic == {"old busy": 2, "old silent": 0, "young": 3, "new": None}  # 6 * 7 / 28; 6 * 7 / 13
+
+
+def test_kept_channels_and_groups_follow_every_change(live):
+    """Channels, groups and their members are kept between registrations and dropped by each write."""
+    member = live.make_user()
+    channel_id = make_channel(live, "kept channel", [live.owner.id, member.id])
+
+    def objects(tx):
+        found = ChannelObjects(tx)
+        for single_id in found.channels:  # always what channel_object builds
+            single = channel_object(tx, get_channel_by_id(tx, single_id), tx.now)
+            assert msgspec.json.encode(found.object(single_id)) == msgspec.json.encode(single)
+        return found.channels, found.object(channel_id)
+
+    channels, _ = live.read(objects)
+    assert live.read(objects)[0] is channels  # nothing written: kept
+    assert_success(live.owner.patch(f"/streams/{channel_id}", {"new_name": "renamed"}))
+    channels, shown = live.read(objects)
+    assert shown["name"] == "renamed"
+    anonymous = msgspec.json.encode({"new": {"direct_members": [member.id], "direct_subgroups": []}}).decode()
+    assert_success(live.owner.patch(f"/streams/{channel_id}", {"can_administer_channel_group": anonymous}))
+    _, shown = live.read(objects)
+    assert shown["can_administer_channel_group"] == {"direct_members": [member.id], "direct_subgroups": []}
+    group = live.read(
+        lambda tx: tx.value("SELECT can_administer_channel_group FROM channels WHERE id = ?", (channel_id,))
+    )
+    live.write(lambda tx: tx.execute("INSERT INTO user_group_members VALUES (?, ?)", (group, live.owner.id)))
+    _, shown = live.read(objects)  # a member written in place (no other table changed)
+    assert shown["can_administer_channel_group"]["direct_members"] == sorted([member.id, live.owner.id])
+    assert_success(live.owner.delete(f"/users/{member.id}"))  # deactivated: out of the group and the count
+    _, shown = live.read(objects)
+    assert shown["can_administer_channel_group"]["direct_members"] == [live.owner.id]
+    assert shown["subscriber_count"] == 1
+    archive(live, channel_id)
+    assert live.read(objects)[1]["is_archived"] is True
+    other = make_channel(live, "another", [live.owner.id])
+    assert other in live.read(objects)[0]
