@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -82,6 +83,8 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
         server.close()
 
     asyncio.run(main())
+    log_file.close()
+    shutil.rmtree(directory, ignore_errors=True)  # a fresh database each run: nothing to keep
 
 
 GC_TIME = [0.0, 0, 0.0]  # seconds in collections, collections, start of the current one
