@@ -34,7 +34,8 @@ DEFAULT_QUERY_BUDGET = 0.25
 # SQLite virtual-machine instructions between two looks at the clock (about 0.1 ms; 1,000 cost 10%).
 PROGRESS_STEPS = 10_000
 # Pages the WAL may hold before a COMMIT copies them into the database (about 40 MB of WAL):
-# the leaves written by consecutive commits are copied once, not once per commit.
+# the leaves written by consecutive commits are copied once, not once per commit. With the server's
+# checkpointer thread (storage/checkpoint.py) this is the bound: it copies only what the thread has not.
 WAL_AUTOCHECKPOINT = 10_000
 # Each connection's SQLite page cache (KiB) and memory-mapped part of the file (bytes): connect().
 PAGE_CACHE_KIB = 256 * 1024
