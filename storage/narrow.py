@@ -8,7 +8,8 @@ user's rows LEFT JOINed (rows without one are "historical").
 Each query is driven by one index range scan in id order, so a page never sorts and never walks
 the user's whole history to filter: a channel (+ topic), conversation, sender or id term drives
 from `messages` through its index; `is:` flags drive from the partial index of user_messages;
-anything else walks the user's rows from the anchor. CROSS JOIN pins the join order SQLite uses.
+a search term (without those) drives from the full-text index in rowid order; anything else walks
+the user's rows from the anchor. CROSS JOIN pins the join order SQLite uses.
 Every driving term is also added as a filter, so any driver may replace another (first_unread
 and message_ids do). storage/narrow_select.py turns a built Query into SQL and runs it.
 """
@@ -184,7 +185,7 @@ class Query(msgspec.Struct):
 
     user_id: int
     history: bool = False
-    driver: str = "um"  # um | flag | recipient | topic | sender | id | all | ids
+    driver: str = "um"  # um | flag | recipient | topic | sender | id | all | ids | fts
     driver_params: list[Any] = msgspec.field(default_factory=list)
     flag_condition: str = ""  # the `is:` operand whose partial index drives the "flag" scan
     filters: list[str] = msgspec.field(default_factory=list)
@@ -194,6 +195,9 @@ class Query(msgspec.Struct):
     dm_only: bool = False
     history_allowed: bool = True  # False with an `is:` term other than is:resolved (Zulip's rule)
     channel_id: int | None = None  # the first positive channel term's: channel muting does not apply inside
+    # The "fts" driver's search filter (its index in filters, its parameter's in params): the
+    # driver does its work, so select_sql leaves it out; any other driver keeps it.
+    fts_filter: tuple[int, int] | None = None
 
     def add(self, condition: str, params: list[Any], negated: bool = False) -> None:
         self.filters.append(f"NOT ({condition})" if negated else condition)
@@ -278,6 +282,7 @@ class _Builder:
         self.sender_id: int | None = None
         self.message_id: int | None = None
         self.flag = ""
+        self.search: tuple[int, int] | None = None  # the first positive search term's filter
 
     def conversation_kind(self, kind: str, negated: bool) -> None:
         if negated:
@@ -304,6 +309,12 @@ class _Builder:
             query.driver = "all"
         elif self.flag:
             query.driver, query.flag_condition = "flag", self.flag
+        elif self.search is not None:
+            # FTS5 walks its matches in rowid (= message id) order from the anchor: far fewer rows
+            # than the user's whole history, and no set of every match built first.
+            filter_index, param_index = self.search
+            query.driver, query.driver_params = "fts", [query.params[param_index]]
+            query.fts_filter = self.search
         return query
 
 
@@ -430,6 +441,8 @@ def _search(b: _Builder, term: Term) -> None:
         if not term.negated:
             b.query.empty = True
         return
+    if not term.negated and b.search is None:
+        b.search = (len(b.query.filters), len(b.query.params))
     b.query.add("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)", [fts_query(words)],
                 term.negated)  # fmt: skip
     if not term.negated:

@@ -19,6 +19,7 @@ DRIVER_WHERE = {
     "id": "m.id = ?",
     "ids": "m.id IN (SELECT value FROM json_each(?))",
     "all": "1",
+    "fts": "messages_fts MATCH ?",
 }
 
 
@@ -40,14 +41,27 @@ def select_sql(
         if not query.filters and columns is None:  # nothing reads `m`: the user's rows alone answer
             source = f"user_messages AS um{indexed}"
         where = ["um.user_id = ?"] + ([condition] if condition else [])
+    elif query.driver == "fts":
+        order_column = "messages_fts.rowid"
+        source = (
+            "messages_fts CROSS JOIN user_messages AS um ON um.user_id = ? AND um.message_id = messages_fts.rowid"
+            " CROSS JOIN messages AS m ON m.id = messages_fts.rowid"
+        )
+        where = [DRIVER_WHERE["fts"]]
+        params.extend(query.driver_params)
     else:
         order_column = "m.id"
         join = "LEFT JOIN" if query.history else "CROSS JOIN"
         source = f"messages AS m {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
         where = [DRIVER_WHERE[query.driver]]
         params.extend(query.driver_params)
-    where.extend(f"({f})" for f in query.filters)
-    params.extend(query.params)
+    filters, filter_params = query.filters, query.params
+    if query.driver == "fts" and query.fts_filter is not None:  # the driver is that filter
+        filter_index, param_index = query.fts_filter
+        filters = filters[:filter_index] + filters[filter_index + 1 :]
+        filter_params = filter_params[:param_index] + filter_params[param_index + 1 :]
+    where.extend(f"({f})" for f in filters)
+    params.extend(filter_params)
     where.append(f"{order_column} {comparison}")
     selected = columns or f"{order_column} AS id, um.flags AS flags"
     sql = f"SELECT {selected} FROM {source} WHERE {' AND '.join(where)}"
