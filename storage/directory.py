@@ -2,7 +2,8 @@
 
 Each connection has its own Directory. Temporary triggers on the tables it copies call
 `tornchat_stale(kind, key)` for every row a statement writes (users: only the columns a User holds,
-so last_active does not count), whatever code path writes it: the entry is dropped at once and
+so last_active does not count, and the encoded messages only for the columns a message shows),
+whatever code path writes it: the entry is dropped at once and
 stays "pending" (read each time, never kept) until a transaction that used the directory has
 committed after it, when it is dropped again. So an entry read inside the writing transaction
 (uncommitted) is never kept, and a rolled-back write only costs reloads. Commits by any other connection, in this
@@ -23,9 +24,13 @@ from storage.message_cache import MessageCache
 from storage.realm import Realm, get_realm
 from storage.users import EVERYONE, USER_COLUMNS, User
 
+# The users columns a message object shows (through Sender): only their changes drop encoded messages.
+SENDER_COLUMNS = ["full_name", "delivery_email", "is_bot", "email_address_visibility", "avatar_source",
+                  "avatar_version"]  # fmt: skip
 # (kind, table, key column or "0" for the whole kind, columns whose update matters or None for any)
 WATCHED = [
     ("users", "users", "id", [f for f in User.__struct_fields__ if f != "id"]),
+    ("senders", "users", "id", SENDER_COLUMNS),
     ("channels", "channels", "id", None),
     ("realm", "realm", "0", None),
     ("recipients", "recipients", "0", None),
@@ -56,7 +61,7 @@ def trigger_sql() -> list[str]:
         of = f" OF {', '.join(columns)}" if columns else ""
         for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
             calls = ", ".join(f"{STALE_FUNCTION}('{kind}', {k})" for k in keys)
-            name = f"tornchat_directory_{table}_{event.split()[0].lower()}"
+            name = f"tornchat_directory_{kind}_{table}_{event.split()[0].lower()}"
             found.append(
                 f"CREATE TEMP TRIGGER IF NOT EXISTS {name} AFTER {event} ON main.{table} BEGIN SELECT {calls}; END"
             )
@@ -99,12 +104,14 @@ class Directory:
         if kind == "messages":
             self.messages.drop_message(key)
             return
-        self.messages.clear()  # what every other kind holds shows in message objects
-        if kind == "users":
+        if kind == "users":  # a users row's columns: only SENDER_COLUMNS ("senders") show in messages
             user = self.users.pop(key, None)
-            self.senders.pop(key, None)
             if user is not None and self.by_email.get(_fold(user.delivery_email)) == key:
                 del self.by_email[_fold(user.delivery_email)]
+            return
+        self.messages.clear()  # what every other kind holds shows in message objects
+        if kind == "senders":
+            self.senders.pop(key, None)
         elif kind == "channels":
             self.channel_names = None
         elif kind == "realm":
@@ -189,7 +196,7 @@ class Directory:
                 f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}",
                 user.email_address_visibility == EVERYONE and user.avatar_source == "G",
             )
-            if self.keeps("users", user_id) and self.keeps("realm", 0):
+            if self.keeps("users", user_id) and self.keeps("senders", user_id) and self.keeps("realm", 0):
                 self.senders[user_id] = found
         return found
 

@@ -73,7 +73,7 @@ def http_params(params):
 def mutate(rng, live, message_ids, step):
     """One random change of a kind that changes what messages show (or their flags)."""
     owner, people = live.owner, live.people
-    choice = rng.randrange(14)
+    choice = rng.randrange(15)
     target = rng.choice(message_ids)
     if choice == 0:
         sender = rng.choice(people)
@@ -116,11 +116,22 @@ def mutate(rng, live, message_ids, step):
         )
     elif choice == 12:
         assert_success(owner.patch("/realm", {"allow_edit_history": rng.random() < 0.5}))
+    elif choice == 13:  # users columns no message shows: the encoded messages stay
+        change_unshown_columns(live, rng.choice(people[1:]).id, rng)
     else:
         flag = rng.choice(["read", "starred"])
         op = rng.choice(["add", "remove"])
         rng.choice(people).post("/messages/flags", {"messages": msgspec.json.encode([target]).decode(),
                                                     "op": op, "flag": flag})  # fmt: skip
+
+
+def change_unshown_columns(live, user_id, rng):
+    live.write(lambda tx: tx.execute(
+        "UPDATE users SET timezone = ?, role = ?, enable_drafts_synchronization = ?, can_create_users = ?,"
+        " last_active = last_active + 1 WHERE id = ?",
+        (rng.choice(["", "Europe/Paris"]), rng.choice([200, 300, 400]), rng.random() < 0.5, rng.random() < 0.5,
+         user_id),
+    ))  # fmt: skip
 
 
 def test_pages_from_the_cache_equal_pages_without_it_after_random_changes(org):
@@ -170,3 +181,21 @@ def test_a_zero_bound_turns_the_cache_off(tmp_path):
         assert server.read(lambda tx: len(directory(tx).messages.entries)) == 0
     finally:
         server.stop()
+
+
+def test_changing_what_no_message_shows_keeps_the_encoded_messages(org):
+    live = org
+    post(live, live.alice, "general", "lunch", "kept across user changes")
+    page = {"anchor": "newest", "num_before": "20", "num_after": "0"}
+    first = live.bob.get("/messages", page)
+    assert first.status_code == 200, first.text
+    counts = live.read(lambda tx: (directory(tx).messages.hits, directory(tx).messages.misses))
+    change_unshown_columns(live, live.alice.id, random.Random(3))
+    again = live.bob.get("/messages", page)
+    assert again.content == first.content
+    after = live.read(lambda tx: (directory(tx).messages.hits, directory(tx).messages.misses))
+    assert after[1] == counts[1] and after[0] > counts[0]  # every message from the cache, none encoded again
+    assert_success(live.owner.patch(f"/users/{live.alice.id}", {"full_name": "Alice Renamed"}))
+    renamed = live.bob.get("/messages", page)
+    assert b"Alice Renamed" in renamed.content
+    assert live.read(lambda tx: directory(tx).messages.misses) > after[1]  # a shown column: encoded again
