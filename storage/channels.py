@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -232,7 +233,23 @@ def stream_post_policy(tx: Tx, channel: Channel) -> int:
 
 def channel_object(tx: Tx, channel: Channel, now: float) -> dict[str, Any]:
     """Return the API channel object (GET /streams, stream events)."""
-    post_policy = stream_post_policy(tx, channel)
+    return build_channel_object(
+        channel,
+        stream_post_policy(tx, channel),
+        message_statistics(tx, channel, now),
+        len(subscriber_ids(tx, channel.id)),
+        lambda value: groups.setting_value(tx, value),
+    )
+
+
+def build_channel_object(
+    channel: Channel,
+    post_policy: int,
+    statistics: dict[str, Any],
+    subscriber_count: int,
+    setting_value: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """Return the API channel object from the row and what it shows beyond it (register reads those in bulk)."""
     result: dict[str, Any] = {
         "stream_id": channel.id,
         "name": channel.name,
@@ -245,15 +262,15 @@ def channel_object(tx: Tx, channel: Channel, now: float) -> dict[str, Any]:
         "is_announcement_only": post_policy == 2,
         "stream_post_policy": post_policy,
         "history_public_to_subscribers": channel.history_public_to_subscribers,
-        **message_statistics(tx, channel, now),
+        **statistics,
         "folder_id": channel.folder_id,
         "topics_policy": channel.topics_policy,
         "message_retention_days": channel.message_retention_days,
         "is_archived": channel.is_archived,
-        "subscriber_count": len(subscriber_ids(tx, channel.id)),
+        "subscriber_count": subscriber_count,
     }
     for setting in CHANNEL_SETTINGS:
-        result[setting] = groups.setting_value(tx, getattr(channel, setting))
+        result[setting] = setting_value(getattr(channel, setting))
     return result
 
 

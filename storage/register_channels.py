@@ -18,12 +18,12 @@ import msgspec
 
 from storage.channels import (
     CHANNEL_COLUMNS,
-    CHANNEL_SETTINGS,
     POST_POLICY_BY_GROUP,
     RECENTLY_ACTIVE_SECONDS,
     TRAFFIC_WINDOW_SECONDS,
     WEEK,
     Channel,
+    build_channel_object,
 )
 from storage.db import Tx
 
@@ -101,28 +101,9 @@ class ChannelObjects:
     def _build(self, channel: Channel) -> dict[str, Any]:
         name, system = self._groups.get(channel.can_send_message_group, (None, False))
         post_policy = POST_POLICY_BY_GROUP.get(name, 1) if system and name is not None else 1
-        result: dict[str, Any] = {
-            "stream_id": channel.id,
-            "name": channel.name,
-            "description": channel.description,
-            "rendered_description": channel.rendered_description,
-            "date_created": channel.date_created,
-            "creator_id": channel.creator_id,
-            "invite_only": channel.invite_only,
-            "is_web_public": channel.is_web_public,
-            "is_announcement_only": post_policy == 2,
-            "stream_post_policy": post_policy,
-            "history_public_to_subscribers": channel.history_public_to_subscribers,
-            **self._statistics(channel),
-            "folder_id": channel.folder_id,
-            "topics_policy": channel.topics_policy,
-            "message_retention_days": channel.message_retention_days,
-            "is_archived": channel.is_archived,
-            "subscriber_count": self._subscribers.get(channel.id, 0),
-        }
-        for setting in CHANNEL_SETTINGS:
-            result[setting] = self._setting_value(getattr(channel, setting))
-        return result
+        return build_channel_object(
+            channel, post_policy, self._statistics(channel), self._subscribers.get(channel.id, 0), self._setting_value
+        )
 
     def _setting_value(self, group_id: int) -> int | dict[str, list[int]]:
         """groups.setting_value, from the groups read at the start."""
