@@ -19,7 +19,9 @@ from typing import Any
 
 import msgspec
 
+from storage.channels import UNREADABLE_CHANNELS_SQL
 from storage.db import Tx
+from storage.groups import ROLE_GUEST
 from storage.message_cache import MessageCache
 from storage.realm import Realm, get_realm
 from storage.users import EVERYONE, USER_COLUMNS, User
@@ -32,12 +34,21 @@ WATCHED = [
     ("users", "users", "id", [f for f in User.__struct_fields__ if f != "id"]),
     ("senders", "users", "id", SENDER_COLUMNS),
     ("channels", "channels", "id", None),
+    # What decides the channels a user may no longer read (storage/channels.py: UNREADABLE_CHANNELS_SQL).
+    ("access", "subscriptions", "0", ["active"]),
+    ("access", "user_group_members", "0", None),
+    ("access", "user_group_subgroups", "0", None),
     ("realm", "realm", "0", None),
     ("recipients", "recipients", "0", None),
     ("groups", "direct_message_group_members", "0", None),
     ("messages", "messages", "id", None),  # the encoded messages of storage/message_cache.py
     ("messages", "reactions", "message_id", None),
 ]
+# A new subscription matters only if active, to a channel that can be unreadable for that user.
+INSERT_WHEN = {
+    "subscriptions": "NEW.active AND ((SELECT invite_only FROM main.channels WHERE id = NEW.channel_id)"
+    f" OR (SELECT role FROM main.users WHERE id = NEW.user_id) = {ROLE_GUEST})",
+}
 STALE_FUNCTION = "tornchat_stale"
 _DUMMY_EMAIL = re.compile(r"user(\d+)@(.+)", re.IGNORECASE)
 # SQLite's NOCASE folds ASCII letters only: the email index folds the same way.
@@ -62,8 +73,10 @@ def trigger_sql() -> list[str]:
         for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
             calls = ", ".join(f"{STALE_FUNCTION}('{kind}', {k})" for k in keys)
             name = f"tornchat_directory_{kind}_{table}_{event.split()[0].lower()}"
+            when = f" WHEN {INSERT_WHEN[table]}" if event == "INSERT" and table in INSERT_WHEN else ""
             found.append(
-                f"CREATE TEMP TRIGGER IF NOT EXISTS {name} AFTER {event} ON main.{table} BEGIN SELECT {calls}; END"
+                f"CREATE TEMP TRIGGER IF NOT EXISTS {name} AFTER {event} ON main.{table}{when}"
+                f" BEGIN SELECT {calls}; END"
             )
     return found
 
@@ -91,6 +104,7 @@ class Directory:
         self.realm_value: Realm | None = None
         self.edit_history_allowed: bool | None = None
         self.participants: dict[int, list[int]] = {}
+        self.unreadable: dict[tuple[int, bool], list[int]] = {}
         self.messages.clear()
 
     # -- invalidation ------------------------------------------------------------------------
@@ -109,6 +123,10 @@ class Directory:
             if user is not None and self.by_email.get(_fold(user.delivery_email)) == key:
                 del self.by_email[_fold(user.delivery_email)]
             return
+        if kind in ("access", "channels"):
+            self.unreadable.clear()
+            if kind == "access":
+                return
         self.messages.clear()  # what every other kind holds shows in message objects
         if kind == "senders":
             self.senders.pop(key, None)
@@ -225,6 +243,17 @@ class Directory:
             if self.keeps("channels", 0) and not any(kind == "channels" for kind, _ in self.pending):
                 self.channel_names = names
         return str(names.get(channel_id, ""))
+
+    def unreadable_channel_ids(self, user: User) -> list[int]:
+        """channels.unreadable_channel_ids, kept per user until a write to what decides it."""
+        found = self.unreadable.get((user.id, user.is_guest))
+        if found is None:
+            found = [
+                row[0] for row in self.conn.execute(UNREADABLE_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
+            ]
+            if not any(kind in ("access", "channels") for kind, _ in self.pending):
+                self.unreadable[(user.id, user.is_guest)] = found
+        return found
 
     def members(self, recipient_id: int) -> list[int]:
         """The members, sorted, of a direct-message conversation (by its recipient id)."""

@@ -27,9 +27,9 @@ from storage.channels import (
     get_channel_by_id,
     get_channel_by_name,
     has_content_access,
-    unreadable_channel_ids,
 )
 from storage.db import Tx, topic_key
+from storage.directory import directory
 from storage.errors import ApiError
 from storage.realm import get_realm
 from storage.search_highlight import fts_query, search_terms
@@ -257,7 +257,7 @@ def build_query(tx: Tx, user: User, terms: list[Term]) -> Query:
         handler(builder, term)
     query = builder.finish()
     if not query.history:
-        hidden = unreadable_channel_ids(tx, user)
+        hidden = directory(tx).unreadable_channel_ids(user)  # channels.unreadable_channel_ids, kept
         if hidden:
             query.add("m.channel_id IS NULL OR m.channel_id NOT IN (SELECT value FROM json_each(?))",
                       [json.dumps(hidden)])  # fmt: skip

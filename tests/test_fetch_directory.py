@@ -11,11 +11,12 @@ import sqlite3
 import pytest
 
 from storage import directory as directory_module
+from storage import groups
 from storage.db import connect
 from storage.directory import directory
 from storage.users import get_user_by_id
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import add_reaction_row, message_by_id, post, post_direct
+from tests.channel_helpers import make_channel, set_channel_group
+from tests.get_messages_helpers import add_reaction_row, message_by_id, narrow_ids, post, post_direct
 from tests.helpers import assert_error, assert_success, set_visibility
 
 
@@ -190,3 +191,33 @@ def test_a_connection_not_opened_by_connect_gets_a_fresh_directory_each_time(tmp
 
     assert directory(FakeTx()) is not directory(FakeTx())
     plain.close()
+
+
+def test_unreadable_channels_follow_subscriptions_and_groups_written_behind_the_back(people):
+    """The channels a user may no longer read are kept per user; writes to subscriptions, group
+    memberships and channels (even in SQL, past the API) show on the very next fetch."""
+    live = people
+    secret = make_channel(live, "secret", [live.owner.id, live.alice.id], invite_only=True)
+    m1 = post(live, live.owner, "secret", "plans", "secret plans")
+    dm = post_direct(live, live.owner, [live.alice.id], "still here")
+    assert narrow_ids(live.alice, []) == [m1, dm]
+
+    def set_active(active):
+        live.write(lambda tx: tx.execute("UPDATE subscriptions SET active = ? WHERE user_id = ? AND channel_id = ?",
+                                         (active, live.alice.id, secret)))  # fmt: skip
+
+    set_active(0)
+    assert narrow_ids(live.alice, []) == [dm]
+    set_active(1)
+    assert narrow_ids(live.alice, []) == [m1, dm]
+    set_active(0)
+    set_channel_group(live, secret, "can_subscribe_group", "role:members")  # a channels write
+    assert narrow_ids(live.alice, []) == [m1, dm]
+    held = live.read(lambda tx: tx.column("SELECT group_id FROM user_group_members WHERE user_id = ?",
+                                          (live.alice.id,)))  # fmt: skip
+    assert live.read(lambda tx: groups.system_group_id(tx, "role:members")) in held
+    live.write(lambda tx: tx.execute("DELETE FROM user_group_members WHERE user_id = ?", (live.alice.id,)))
+    assert narrow_ids(live.alice, []) == [dm]
+    live.write(lambda tx: tx.executemany("INSERT INTO user_group_members (group_id, user_id) VALUES (?, ?)",
+                                         [(g, live.alice.id) for g in held]))  # fmt: skip
+    assert narrow_ids(live.alice, []) == [m1, dm]
