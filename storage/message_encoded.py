@@ -42,15 +42,14 @@ def encoded_page(
         cache.linkifier_key = linkifiers.key
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
     entries, touch = cache.entries, cache.entries.move_to_end
-    prefixes: list[bytes | None] = []
+    keys = [key(row[0], shape) for row in rows]
+    prefixes: list[bytes | None] = list(map(entries.get, keys))
     missing = []
-    for row in rows:
-        found = entries.get(key(row[0], shape))
+    for row, entry_key, found in zip(rows, keys, prefixes, strict=True):
         if found is None:
             missing.append(row[0])
         else:
-            touch(key(row[0], shape))
-        prefixes.append(found)
+            touch(entry_key)
     cache.hits += len(rows) - len(missing)
     cache.misses += len(missing)
     if missing:
@@ -61,13 +60,23 @@ def encoded_page(
                 cache.put(key(message_id, shape), encoded)
         prefixes = [fresh[row[0]] if found is None else found for row, found in zip(rows, prefixes, strict=True)]
     if not search_terms:
-        return join([found + closing_tail(row[1]) for row, found in zip(rows, prefixes, strict=True)])  # type: ignore[operator]
+        return _join_closed(rows, prefixes)  # type: ignore[arg-type]
     parts = []
     for row, found in zip(rows, prefixes, strict=True):
         subject = display_topic(row[3], formats.allow_empty_topic_name) if row[4] is not None else ""
         marks = highlights(highlight_content(row[2], search_terms), highlight_topic(subject, search_terms))
         parts.append(found + flags_tail(row[1]) + marks + b"}")  # type: ignore[operator]
     return join(parts)
+
+
+def _join_closed(rows: Sequence[tuple[Any, ...]], prefixes: list[bytes]) -> msgspec.Raw:
+    """join() of each prefix with its closing flags tail, in one copy of the bytes."""
+    pieces = [b"["]
+    add = pieces.extend
+    for row, found in zip(rows, prefixes, strict=True):
+        add((found, closing_tail(row[1]), b","))
+    pieces[-1] = b"]"
+    return msgspec.Raw(b"".join(pieces))
 
 
 def _encode_missing(tx: Tx, message_ids: list[int], formats: Formats) -> list[tuple[int, bytes]]:
