@@ -206,10 +206,11 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
-    request = handler.request
-    access_log.info(
-        "%s %s %d %.1fms", request.method, request.path, handler.get_status(), 1000 * request.request_time()
-    )
+    # The record is made directly: Logger.info would also walk the stack for a caller no format shows.
+    if access_log.isEnabledFor(logging.INFO):
+        request = handler.request
+        line = f"{request.method} {request.path} {handler.get_status()} {1000 * request.request_time():.1f}ms"
+        access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, line, None, None))
 
 
 def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
