@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import tornado.httpserver
+import tornado.httputil
 import tornado.ioloop
+import tornado.routing
 import tornado.web
 
 from scheduler import Scheduler
@@ -213,14 +215,39 @@ def log_request(handler: tornado.web.RequestHandler) -> None:
         access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, line, None, None))
 
 
+class Application(tornado.web.Application):
+    """Tornado's Application, but a path without a pattern is found by one dict lookup.
+
+    Each such path maps to the rule Tornado's own walk over the rules picks first for it, so every
+    route behaves as before; any other path is routed by Tornado.
+    """
+
+    def __init__(self, handlers: Any, **settings: Any) -> None:
+        super().__init__(handlers, **settings)
+        rules = [r for r in self.wildcard_router.rules if isinstance(r.matcher, tornado.routing.PathMatches)]
+        self.exact_paths: dict[str, tornado.routing.Rule] = {}
+        for rule in rules:
+            path = rule.matcher._path if not rule.matcher.regex.groups else None
+            first = next((r for r in rules if path is not None and r.matcher.regex.match(path)), None)
+            handler = isinstance(rule.target, type) and issubclass(rule.target, tornado.web.RequestHandler)
+            if path is not None and handler and first is rule and path not in self.exact_paths:
+                self.exact_paths[path] = rule  # only when this rule is what Tornado would pick
+
+    def find_handler(self, request: tornado.httputil.HTTPServerRequest, **kwargs: Any) -> Any:
+        rule = self.exact_paths.get(request.path)
+        if rule is not None:
+            return self.get_handler_delegate(request, rule.target, rule.target_kwargs)
+        return super().find_handler(request, **kwargs)
+
+
 def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     """Return the Tornado application serving the API from this Server."""
     handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
     handlers += web.routes(server_state)  # the web client at / and /static/
-    return tornado.web.Application(
-        handlers,  # type: ignore[arg-type]
+    return Application(
+        handlers,
         default_handler_class=NotFoundHandler,
         default_handler_args={"server": server_state},
         log_function=log_request,
