@@ -156,14 +156,14 @@ class Server:
             self.db.write(users.touch_last_active, user_id)
 
     def close(self) -> None:
-        # Save again: events published while answered long-polls drained are kept too.
-        if self.shut_down:
-            self.queues.save(self.queues_path)
         if self.push_sender is not None:
             self.push_sender.stop()
         batcher = self.writes.batcher
         batcher.drain()  # sends still queued are stored, not dropped (unanswered if their connection is gone)
         logging.getLogger("tornchat").info("group commit: %d sends in %d transactions", batcher.calls, batcher.batches)
+        # Save again: events published while answered long-polls drained, and by the sends just drained, are kept too.
+        if self.shut_down:
+            self.queues.save(self.queues_path)
         self.db.close()
 
 
