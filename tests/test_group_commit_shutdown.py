@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+
 import msgspec
 
 from tests.events_helpers import register
 from tests.helpers import assert_success
 from tests.test_group_commit import Held, general  # noqa: F401 - the fixture
+from tornchat.event_queues import hold_garbage_collection
 
 
 def test_events_of_sends_drained_at_close_are_saved_with_the_queues(live, general):  # noqa: F811
@@ -26,3 +29,21 @@ def test_events_of_sends_drained_at_close_are_saved_with_the_queues(live, genera
     (queue,) = [q for q in saved["queues"] if q["id"] == queue_id]
     bodies = [saved["bodies"][index] for index in queue["event_bodies"]]
     assert any("queued at shutdown" in msgspec.json.encode(body).decode() for body in bodies), bodies
+
+
+def test_close_ends_a_garbage_collection_hold(live):
+    # An event for many queues holds the collector off until a timer of the loop ends the hold: a
+    # server closed (its loop ending) before that timer must not leave the process without collection.
+    assert gc.isenabled()
+    live.call(hold_garbage_collection)
+    try:
+        assert not gc.isenabled()
+        db_close = live.server.db.close
+        live.server.db.close = lambda: None  # the fixture's teardown closes it
+        try:
+            live.call(live.server.close)
+        finally:
+            live.server.db.close = db_close
+        assert gc.isenabled()
+    finally:
+        gc.enable()

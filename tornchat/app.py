@@ -20,7 +20,7 @@ from storage import push_notifications, push_registration, rerender, users
 from storage import realm as realm_storage
 from storage.db import Database
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
-from tornchat.event_queues import EventQueues
+from tornchat.event_queues import EventQueues, release_garbage_collection
 from tornchat.events import EventBus
 from tornchat.handlers import (
     alert_words,
@@ -164,6 +164,7 @@ class Server:
         # Save again: events published while answered long-polls drained, and by the sends just drained, are kept too.
         if self.shut_down:
             self.queues.save(self.queues_path)
+        release_garbage_collection()  # a hold's timer may never run once the loop ends
         self.db.close()
 
 

@@ -87,6 +87,19 @@ def hold_garbage_collection() -> None:
     hold.timer = loop.call_later(WAVE_SECONDS, _release_garbage_collection, loop)
 
 
+def release_garbage_collection() -> None:
+    """End the running loop's hold now (a server closing: the loop may end before the hold's timer)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    hold = _holds.get(loop)
+    if hold is not None:
+        if hold.timer is not None:
+            hold.timer.cancel()
+        _release_garbage_collection(loop)
+
+
 def _release_garbage_collection(loop: asyncio.AbstractEventLoop) -> None:
     hold = _holds.pop(loop, None)
     if hold is not None and not loop.is_closed() and loop.time() - hold.started >= MAX_HOLD:
