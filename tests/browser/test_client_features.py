@@ -239,6 +239,99 @@ def test_a_message_moved_elsewhere_and_marked_unread_elsewhere_updates_live(setu
     shown.get_by_test_id("message-moved").wait_for()
 
 
+def test_a_message_moved_into_the_open_topic_appears_there(setup):
+    page, carol = setup.page, setup.carol
+    make_channel(setup.live, "yard", [setup.live.owner.id, carol.id])
+    before = send_ok(setup.live.owner, "town", "already here", topic="arrivals")
+    elsewhere = send_ok(setup.live.owner, "yard", "coming over", topic="gate")
+    after = send_ok(setup.live.owner, "town", "also here", topic="arrivals")
+    channel_link(page, setup.town).click()
+    page.locator('[data-testid="topic-item"][data-topic="arrivals"] button').click()
+    message(page, after).wait_for()
+    params = {"stream_id": setup.town, "topic": "arrivals", "propagate_mode": "change_one"}
+    assert_success(setup.live.owner.patch(f"/messages/{elsewhere}", params))
+    moved = message(page, elsewhere)
+    moved.get_by_test_id("message-moved").wait_for()
+    # At its place by id, between the two messages that were already there.
+    shown = [int(i) for i in page.get_by_test_id("message").evaluate_all("ns => ns.map(n => n.dataset.messageId)")]
+    assert shown.index(before) < shown.index(elsewhere) < shown.index(after)
+
+
+def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(setup):
+    page = setup.page
+    channel_link(page, setup.town).click()
+    page.get_by_test_id("compose-topic").fill("slow edits")
+    page.get_by_test_id("compose-content").fill("slow first wording")
+    page.get_by_test_id("compose-content").press("Enter")
+    mine = page.locator('[data-testid="message"]', has_text="slow first wording")
+    mine.wait_for()
+    mine = message(page, int(mine.get_attribute("data-message-id")))
+
+    def late_answer(route: Any) -> None:
+        answer = route.fetch()
+        time.sleep(1.0)  # the edit's event reaches the page first
+        route.fulfill(response=answer)
+
+    page.route(lambda url: urllib.parse.urlsplit(url).path.startswith("/api/v1/messages/"), late_answer)
+    try:
+        mine.hover()
+        mine.get_by_test_id("edit-button").click()
+        page.get_by_test_id("edit-content").fill("slow second wording")
+        page.get_by_test_id("edit-save").click()
+        page.get_by_test_id("edit-content").wait_for(state="detached")
+    finally:
+        page.unroute_all()
+    wait_until(lambda: "second" in mine.get_by_test_id("message-content").inner_text(), "the new text", timeout=5)
+    mine.get_by_test_id("message-edited").wait_for()
+
+
+def test_channel_and_topic_links_in_messages_open_in_the_page_and_other_links_in_a_new_tab(setup):
+    page = setup.page
+    topic = "v1.0 plans/ideas"
+    send_ok(setup.live.owner, "town", "the plan", topic=topic)
+    text = f"see #**town>{topic}** or [the site](https://example.invalid/x)"
+    linked = send_ok(setup.live.owner, "town", text, topic="links")
+    channel_link(page, setup.town).click()
+    link_message = message(page, linked)
+    link_message.wait_for()
+    link_message.locator("a.stream-topic").click()
+    wait_until(lambda: page.get_by_test_id("narrow-title").inner_text().endswith(topic), "the linked topic")
+    page.locator('[data-testid="message"]', has_text="the plan").wait_for()
+    assert page.get_by_test_id("compose-topic").input_value() == topic
+    # The address the page wrote for that topic is read back to the same topic (reload, back/forward).
+    page.reload()
+    wait_until(lambda: page.get_by_test_id("narrow-title").inner_text().endswith(topic), "the topic after a reload")
+    page.get_by_test_id("compose-content").wait_for()
+    channel_link(page, setup.town).click()
+    address = page.url
+    with page.context.expect_page() as opened:
+        message(page, linked).locator('a[href^="https:"]').click()
+    assert opened.value.url.startswith(("https://example.invalid", "chrome-error:", "about:blank"))
+    opened.value.close()
+    assert page.url == address
+
+
+def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(setup):
+    page, carol = setup.page, setup.carol
+    porch = make_channel(setup.live, "porch", [setup.live.owner.id, carol.id])
+    channel_link(page, porch).click()
+    page.get_by_test_id("compose-topic").fill("steps")
+    compose_channel = page.get_by_test_id("compose-channel")
+    assert compose_channel.input_value() == str(porch)
+    # Unsubscribed from the open (public) channel: the box still writes to it, as Zulip's does.
+    assert_success(carol.delete("/users/me/subscriptions", {"subscriptions": json.dumps(["porch"])}))
+    channel_link(page, porch).wait_for(state="detached")
+    assert compose_channel.input_value() == str(porch)
+    # The channel archived: no channel is chosen (not the first in the list), and nothing is sent.
+    assert_success(setup.live.owner.delete(f"/streams/{porch}"))
+    wait_until(lambda: compose_channel.input_value() == "", "the compose box to lose its channel")
+    page.get_by_test_id("compose-content").fill("on the porch")
+    page.get_by_test_id("compose-content").press("Enter")
+    page.get_by_test_id("toast").filter(has_text="Choose a channel").wait_for()
+    assert page.get_by_test_id("compose-content").input_value() == "on the porch"
+    page.get_by_test_id("compose-content").fill("")
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

@@ -55,12 +55,20 @@ function syncType() {
   f.dmFields.hidden = stream;
 }
 
-/** Rebuilds the channel choices from the subscriptions, keeping the selection. */
-export function refreshChannels() {
-  const selected = f.channel.value;
-  const subs = [...state.subscriptions.values()].sort((a, b) => a.name.localeCompare(b.name));
-  f.channel.replaceChildren(...subs.map((s) => el("option", { value: s.stream_id }, "#" + s.name)));
-  if (subs.some((s) => String(s.stream_id) === selected)) f.channel.value = selected;
+/** Rebuilds the channel choices: the subscriptions, and the chosen channel while the user can still see it.
+ * A chosen channel that is gone leaves no choice rather than the first one: a message is never sent to
+ * a channel the user did not pick (an unsubscribe of the open channel, a topic of another channel). */
+export function refreshChannels(chosen = f.channel.value) {
+  const shown = new Map([...state.subscriptions.values()].map((s) => [String(s.stream_id), s]));
+  const stream = state.streams.get(Number(chosen));
+  if (chosen && !shown.has(chosen) && stream && !stream.is_archived) shown.set(chosen, stream);
+  // Before any choice the first channel is offered; once a choice is lost, "Choose a channel" stays.
+  const lost = chosen ? !shown.has(chosen) : f.channel.options.length > 0;
+  const channels = [...shown.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const options = channels.map((s) => el("option", { value: s.stream_id }, "#" + s.name));
+  if (lost) options.unshift(el("option", { value: "", disabled: true }, "Choose a channel"));
+  f.channel.replaceChildren(...options);
+  f.channel.value = lost ? "" : chosen || f.channel.value;
 }
 
 /** Points the compose box at a narrow's conversation (keeps the text). */
@@ -69,7 +77,7 @@ export function composeFor(narrow) {
   if (narrow.kind === "stream" || narrow.kind === "topic") {
     f.type.value = "stream";
     if (String(narrow.streamId) !== f.channel.value) f.topic.value = "";
-    if (state.subscriptions.has(narrow.streamId)) f.channel.value = String(narrow.streamId);
+    refreshChannels(String(narrow.streamId));
     if (narrow.kind === "topic") f.topic.value = narrow.topic;
   } else if (narrow.kind === "dm") {
     f.type.value = "private";

@@ -198,6 +198,7 @@ async function startEdit(article, message) {
     form.remove();
     content.hidden = false;
     article.classList.remove("editing");
+    article.dispatchEvent(new CustomEvent("tornchat:edit-end"));
   }
   cancel.addEventListener("click", finish);
   box.addEventListener("keydown", (e) => {

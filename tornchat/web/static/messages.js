@@ -51,11 +51,28 @@ export function createMessageList() {
     statusBottom,
   );
   listEl.addEventListener("scroll", () => checkEdges(), { passive: true });
+  listEl.addEventListener("click", openLink);
   observer = new IntersectionObserver(onIntersect, { root: listEl, threshold: [0, 0.5, 1] });
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "visible") for (const row of innerEl.children) reobserve(row);
   });
   return listEl;
+}
+
+/** A link in a message opens in a new tab (the chat stays open), except links to a narrow of this page. */
+function openLink(event) {
+  const link = event.target.closest && event.target.closest(".message-content a[href]");
+  if (!link || event.defaultPrevented || event.button !== 0) return;
+  let url;
+  try {
+    url = new URL(link.getAttribute("href"), location.href);
+  } catch {
+    return;
+  }
+  if (url.origin === location.origin && url.pathname === location.pathname && url.hash.startsWith("#narrow/")) return;
+  if (!["http:", "https:", "mailto:"].includes(url.protocol)) return;
+  event.preventDefault();
+  window.open(url.href, "_blank", "noopener,noreferrer");
 }
 
 function indexOf(id) {
@@ -247,7 +264,12 @@ function replaceMessage(message) {
   const row = view.rows.get(message.id);
   if (!row) return;
   const old = row.lastChild;
-  if (old.classList.contains("editing")) return;
+  if (old.classList.contains("editing")) {
+    // Drawn again once the edit form closes (the edit's own event often comes before its answer).
+    if (!old.dataset.changed) old.addEventListener("tornchat:edit-end", () => replaceMessage(message), { once: true });
+    old.dataset.changed = "true";
+    return;
+  }
   observer.unobserve(old);
   const fresh = buildMessage(message, view.narrow);
   old.replaceWith(fresh);
@@ -322,9 +344,13 @@ onEvent("delete_message", (event) => {
 });
 
 onEvent("update_message", (event) => {
+  const absent = [];
   for (const id of event.message_ids || [event.message_id]) {
     const message = messageById(id);
-    if (!message) continue;
+    if (!message) {
+      absent.push(id);
+      continue;
+    }
     if (event.rendered_content !== undefined && id === event.message_id) {
       message.content = event.rendered_content;
       message.last_edit_timestamp = event.edit_timestamp;
@@ -341,7 +367,36 @@ onEvent("update_message", (event) => {
     if (event.flags) message.flags = event.flags;
     replaceMessage(message);
   }
+  if (event.subject !== undefined || event.new_stream_id !== undefined) showMovedIn(event, absent);
 });
+
+const MOVED_IN_FETCHES = 20; // more messages moved into the open view than this: the view is loaded again
+
+/** Messages moved into the open view from elsewhere appear at their places within the loaded range. */
+async function showMovedIn(event, ids) {
+  const narrow = view.narrow;
+  const target = { type: "stream", stream_id: event.new_stream_id ?? event.stream_id, subject: event.subject ?? event.orig_subject };
+  if (!narrow || !["all", "stream", "topic"].includes(narrow.kind) || !matches(narrow, target)) return;
+  const last = view.messages.length ? view.messages[view.messages.length - 1].id : null;
+  const inRange = (id) =>
+    (view.foundOldest || (last !== null && id > view.messages[0].id)) && (view.foundNewest || (last !== null && id < last));
+  const wanted = ids.filter(inRange);
+  if (!wanted.length) return;
+  if (wanted.length > MOVED_IN_FETCHES) {
+    showNarrow(narrow);
+    return;
+  }
+  const generation = view.generation;
+  try {
+    // Each through the view's own narrow: the server says whether it belongs here.
+    const pages = await Promise.all(wanted.map((id) => fetchMessages(id, 0, 0)));
+    if (generation !== view.generation) return;
+    const wantedSet = new Set(wanted);
+    insert(pages.flatMap((data) => data.messages).filter((m) => wantedSet.has(m.id) && inRange(m.id)));
+  } catch (err) {
+    if (generation === view.generation) toast("Could not show moved messages: " + err.message, "error");
+  }
+}
 
 onEvent("reaction", (event) => {
   const message = messageById(event.message_id);

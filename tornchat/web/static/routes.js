@@ -1,5 +1,15 @@
 // The address bar: #narrow/... for the current narrow, so reload and back/forward keep the place.
+// Zulip's form, as the server writes it in channel and topic links (/#narrow/channel/2-general/topic/a.20b):
+// a component is URI-encoded with "%" written as "." (and "." itself as ".2E"); an id may carry a "-slug".
 import { views } from "./narrow.js";
+
+function encode(text) {
+  return encodeURIComponent(text).replace(/\./g, "%2E").replace(/%/g, ".");
+}
+
+function decode(component) {
+  return decodeURIComponent(component.replace(/\./g, "%"));
+}
 
 export function toHash(narrow) {
   switch (narrow.kind) {
@@ -10,15 +20,18 @@ export function toHash(narrow) {
     case "stream":
       return `#narrow/channel/${narrow.streamId}`;
     case "topic":
-      return `#narrow/channel/${narrow.streamId}/topic/${encodeURIComponent(narrow.topic)}`;
+      return `#narrow/channel/${narrow.streamId}/topic/${encode(narrow.topic)}`;
     case "dm":
       return `#narrow/dm/${narrow.userIds.join(",")}`;
     case "search":
-      return `#narrow/search/${encodeURIComponent(narrow.query)}`;
+      return `#narrow/search/${encode(narrow.query)}`;
     default:
       return "#all";
   }
 }
+
+const CHANNEL = /^(\d+)(?:-.*)?$/;
+const PEOPLE = /^([\d,]*)(?:-.*)?$/;
 
 export function parseHash(hash) {
   const parts = hash.replace(/^#/, "").split("/");
@@ -26,12 +39,15 @@ export function parseHash(hash) {
   try {
     if (parts[1] === "is" && parts[2] === "starred") return views.starred();
     if (parts[1] === "is" && parts[2] === "mentioned") return views.mentions();
-    if (parts[1] === "channel" && /^\d+$/.test(parts[2])) {
-      const streamId = Number(parts[2]);
-      return parts[3] === "topic" ? views.topic(streamId, decodeURIComponent(parts.slice(4).join("/"))) : views.stream(streamId);
+    const channel = (parts[1] === "channel" || parts[1] === "stream") && CHANNEL.exec(parts[2] || "");
+    if (channel) {
+      const streamId = Number(channel[1]);
+      // Anything after the topic (/near/<id>, /with/<id>) is not kept.
+      return parts[3] === "topic" && parts[4] !== undefined ? views.topic(streamId, decode(parts[4])) : views.stream(streamId);
     }
-    if (parts[1] === "dm") return views.dm((parts[2] || "").split(",").filter(Boolean).map(Number));
-    if (parts[1] === "search") return views.search(decodeURIComponent(parts.slice(2).join("/")));
+    const people = (parts[1] === "dm" || parts[1] === "pm-with") && PEOPLE.exec(parts[2] || "");
+    if (people) return views.dm(people[1].split(",").filter(Boolean).map(Number));
+    if (parts[1] === "search" && parts[2] !== undefined) return views.search(decode(parts[2]));
   } catch {
     return null;
   }
