@@ -84,6 +84,25 @@ def test_sign_out_forgets_the_key_and_remember_me_keeps_it(browser, bob):
     page.context.close()
 
 
+def test_sign_out_reaches_the_other_remembered_tabs_and_never_waits_on_the_server(browser, bob):
+    page = browser.sign_in("bob@example.com", remember=True)
+    other_tab = browser.new_page(context=page.context)
+    other_tab.goto("/")
+    other_tab.get_by_test_id("current-user").wait_for()
+    # The queue's deletion never answers: the key is forgotten all the same, at once.
+    page.route(
+        lambda url: url.endswith("/api/v1/events"),
+        lambda route: None if route.request.method == "DELETE" else route.continue_(),
+    )
+    page.get_by_test_id("logout").click()
+    page.get_by_test_id("login-email").wait_for(timeout=6000)
+    # The other tab used the same remembered key: it is signed out too, and says why.
+    other_tab.get_by_test_id("login-email").wait_for(timeout=6000)
+    assert "signed out in another tab" in other_tab.locator(".login-notice").inner_text()
+    assert other_tab.evaluate("sessionStorage.length + localStorage.length") == 0
+    page.context.close()
+
+
 def test_people_is_for_administrators_only(owner_page, bob_page):
     assert owner_page.get_by_test_id("open-people").is_visible()
     assert not bob_page.get_by_test_id("open-people").is_visible()

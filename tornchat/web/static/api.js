@@ -13,6 +13,7 @@ export class ApiError extends Error {
 }
 
 let auth = null;
+let remembered = false; // the key came from localStorage ("remember me"), shared by the device's tabs
 
 /** Loads the saved credentials (tab session first, then "remember me"). */
 export function loadAuth() {
@@ -23,6 +24,7 @@ export function loadAuth() {
         const value = JSON.parse(raw);
         if (value && value.email && value.api_key) {
           auth = value;
+          remembered = store === localStorage;
           return auth;
         }
       }
@@ -40,6 +42,7 @@ export function currentAuth() {
 /** Keeps the key for this tab only, or also in localStorage when remember is true. */
 export function saveAuth(email, apiKey, remember) {
   auth = { email, api_key: apiKey };
+  remembered = Boolean(remember);
   clearStored();
   (remember ? localStorage : sessionStorage).setItem(STORE_KEY, JSON.stringify(auth));
 }
@@ -51,7 +54,16 @@ function clearStored() {
 
 export function forgetAuth() {
   auth = null;
+  remembered = false;
   clearStored();
+}
+
+/** fn() runs when another tab signs out of the remembered key this tab uses (it removed it from localStorage). */
+export function onSignedOutElsewhere(fn) {
+  window.addEventListener("storage", (event) => {
+    if (event.storageArea !== localStorage || (event.key !== STORE_KEY && event.key !== null)) return;
+    if (auth && remembered && !localStorage.getItem(STORE_KEY)) fn();
+  });
 }
 
 function encodeParams(params) {

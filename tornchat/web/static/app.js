@@ -1,5 +1,5 @@
 // Tornchat's web client: sign-in, then the chat page (header, sidebar, messages, compose).
-import { ApiError, currentAuth, forgetAuth, loadAuth } from "./api.js";
+import { ApiError, currentAuth, forgetAuth, loadAuth, onSignedOutElsewhere } from "./api.js";
 import { composeFor, createCompose, refreshCompose } from "./compose.js";
 import { startEvents, stopEvents } from "./events.js";
 import { register } from "./load.js";
@@ -140,6 +140,7 @@ window.addEventListener("tornchat:connection", (e) => {
 
 window.addEventListener("tornchat:narrow", (e) => navigate(e.detail));
 window.addEventListener("tornchat:unauthorized", () => signOut("Your session has ended. Sign in again."));
+onSignedOutElsewhere(() => signOut("You signed out in another tab."));
 window.addEventListener("popstate", () => {
   const narrow = parseHash(location.hash);
   if (layout && narrow) navigate(narrow, { replace: true });

@@ -32,7 +32,9 @@ export async function stopEvents() {
   if (controller) controller.abort();
   const queueId = state.queueId;
   state.queueId = null;
-  if (queueId) await api("DELETE", "/events", { queue_id: queueId }).catch(() => {});
+  // Bounded: signing out never waits on a server that does not answer.
+  const signal = AbortSignal.timeout(2000);
+  if (queueId) await api("DELETE", "/events", { queue_id: queueId }, { signal }).catch(() => {});
 }
 
 async function poll(signal) {
