@@ -257,6 +257,18 @@ def test_a_message_moved_into_the_open_topic_appears_there(setup):
     assert shown.index(before) < shown.index(elsewhere) < shown.index(after)
 
 
+def test_a_topic_renamed_in_the_open_channel_is_named_on_its_recipient_bar(setup):
+    page = setup.page
+    send_ok(setup.live.owner, "town", "a neighbour", topic="next door")
+    renamed = send_ok(setup.live.owner, "town", "to be renamed", topic="old name")
+    channel_link(page, setup.town).click()
+    bar = page.locator(".message-row", has=message(page, renamed)).locator(".recipient-bar")
+    wait_until(lambda: bar.count() == 1 and bar.inner_text().endswith("old name"), "the recipient bar")
+    assert_success(setup.live.owner.patch(f"/messages/{renamed}", {"topic": "new name"}))
+    message(page, renamed).get_by_test_id("message-moved").wait_for()
+    wait_until(lambda: bar.inner_text().endswith("new name"), "the bar to name the new topic")
+
+
 def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(setup):
     page = setup.page
     channel_link(page, setup.town).click()

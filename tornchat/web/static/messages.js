@@ -366,6 +366,12 @@ onEvent("update_message", (event) => {
     }
     if (event.flags) message.flags = event.flags;
     replaceMessage(message);
+    if (event.subject !== undefined || event.new_stream_id !== undefined) {
+      // Its recipient bar (and the next message's) name the new place.
+      const i = indexOf(id);
+      refreshPrefix(i);
+      if (i + 1 < view.messages.length) refreshPrefix(i + 1);
+    }
   }
   if (event.subject !== undefined || event.new_stream_id !== undefined) showMovedIn(event, absent);
 });
