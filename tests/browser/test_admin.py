@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from typing import Any
 
 import pytest
@@ -101,6 +103,25 @@ def test_sign_out_reaches_the_other_remembered_tabs_and_never_waits_on_the_serve
     assert "signed out in another tab" in other_tab.locator(".login-notice").inner_text()
     assert other_tab.evaluate("sessionStorage.length + localStorage.length") == 0
     page.context.close()
+
+
+def test_signing_in_again_on_the_device_keeps_its_other_tabs_signed_in(browser, bob):
+    third = browser.new_page()
+    third.goto("/")  # open at the sign-in form before the device remembers a key
+    third.get_by_test_id("login-email").wait_for()
+    first = browser.sign_in("bob@example.com", remember=True, page=browser.new_page(context=third.context))
+    second = browser.new_page(context=third.context)
+    second.goto("/")
+    second.get_by_test_id("current-user").wait_for()  # remembered
+    # The third tab signs in (remembered) over the device's key: the other tabs stay signed in.
+    third.get_by_test_id("login-remember").check()
+    login(third, "bob@example.com", PASSWORD)
+    third.get_by_test_id("logout").wait_for()
+    time.sleep(0.5)  # storage events reach the other tabs
+    for page in (first, second, third):
+        assert page.get_by_test_id("current-user").count() == 1
+    assert json.loads(third.evaluate("localStorage.getItem('tornchat.auth')"))["email"] == "bob@example.com"
+    third.context.close()
 
 
 def test_people_is_for_administrators_only(owner_page, bob_page):

@@ -43,7 +43,9 @@ export function currentAuth() {
 export function saveAuth(email, apiKey, remember) {
   auth = { email, api_key: apiKey };
   remembered = Boolean(remember);
-  clearStored();
+  // A remembered key replaces the device's in place: no removal for other tabs to take as a sign-out.
+  if (remember) sessionStorage.removeItem(STORE_KEY);
+  else clearStored();
   (remember ? localStorage : sessionStorage).setItem(STORE_KEY, JSON.stringify(auth));
 }
 
@@ -52,10 +54,12 @@ function clearStored() {
   localStorage.removeItem(STORE_KEY);
 }
 
-export function forgetAuth() {
+/** Forgets the key; shared=false leaves localStorage alone (another tab signed out, or in again). */
+export function forgetAuth(shared = true) {
   auth = null;
   remembered = false;
-  clearStored();
+  if (shared) clearStored();
+  else sessionStorage.removeItem(STORE_KEY);
 }
 
 /** fn() runs when another tab signs out of the remembered key this tab uses (it removed it from localStorage). */

@@ -118,9 +118,9 @@ const NOTICE_KEY = "tornchat.notice";
 
 /** Signs out: the event queue is deleted, the key forgotten, and the page loaded afresh so that
  * nothing of this account (cached topics, drafts, messages) stays in memory for the next one. */
-async function signOut(notice = "") {
+async function signOut(notice = "", elsewhere = false) {
   await stopEvents();
-  forgetAuth();
+  forgetAuth(!elsewhere);
   layout = null;
   if (notice) sessionStorage.setItem(NOTICE_KEY, notice);
   location.replace(location.pathname);
@@ -140,7 +140,7 @@ window.addEventListener("tornchat:connection", (e) => {
 
 window.addEventListener("tornchat:narrow", (e) => navigate(e.detail));
 window.addEventListener("tornchat:unauthorized", () => signOut("Your session has ended. Sign in again."));
-onSignedOutElsewhere(() => signOut("You signed out in another tab."));
+onSignedOutElsewhere(() => signOut("You signed out in another tab.", true));
 window.addEventListener("popstate", () => {
   const narrow = parseHash(location.hash);
   if (layout && narrow) navigate(narrow, { replace: true });
