@@ -344,6 +344,22 @@ def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(setup)
     page.get_by_test_id("compose-content").fill("")
 
 
+def test_a_channel_renamed_is_named_anew_in_the_title_and_on_the_recipient_bars(setup):
+    page = setup.page
+    send_ok(setup.live.owner, "town", "before the rename", topic="names")
+    channel_link(page, setup.town).click()
+    bar = page.locator(".message-row", has_text="before the rename").locator(".recipient-bar")
+    wait_until(lambda: bar.count() == 1 and bar.inner_text().startswith("#town "), "the recipient bar")
+    title = page.get_by_test_id("narrow-title")
+    assert title.inner_text() == "#town"
+    try:
+        assert_success(setup.live.owner.patch(f"/streams/{setup.town}", {"new_name": "city"}))
+        wait_until(lambda: title.inner_text() == "#city", "the title to name the channel anew")
+        wait_until(lambda: bar.inner_text().startswith("#city "), "the bar to name the channel anew")
+    finally:
+        assert_success(setup.live.owner.patch(f"/streams/{setup.town}", {"new_name": "town"}))
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

@@ -81,6 +81,8 @@ function refreshChrome() {
   userEl.textContent = state.me.full_name;
   userEl.title = state.me.email;
   peopleButton.hidden = !state.me.is_admin;
+  const narrow = currentNarrow();
+  if (narrow) titleEl.textContent = title(narrow); // a channel or person renamed
   refreshCompose();
   renderSidebar();
 }

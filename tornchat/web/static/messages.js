@@ -404,6 +404,14 @@ async function showMovedIn(event, ids) {
   }
 }
 
+// A channel renamed or recoloured: the recipient bars name it as it is now.
+function redrawPrefixes(event) {
+  if (event.op !== "update" || !["name", "color"].includes(event.property)) return;
+  for (let i = 0; i < view.messages.length; i++) refreshPrefix(i);
+}
+onEvent("stream", redrawPrefixes);
+onEvent("subscription", redrawPrefixes);
+
 onEvent("reaction", (event) => {
   const message = messageById(event.message_id);
   if (!message) return;
