@@ -360,6 +360,20 @@ def test_a_channel_renamed_is_named_anew_in_the_title_and_on_the_recipient_bars(
         assert_success(setup.live.owner.patch(f"/streams/{setup.town}", {"new_name": "town"}))
 
 
+def test_a_person_renamed_is_named_anew_on_their_messages(setup):
+    page, owner = setup.page, setup.live.owner
+    said = send_ok(owner, "town", "who am I", topic="names")
+    channel_link(page, setup.town).click()
+    sender = message(page, said).get_by_test_id("message-sender")
+    sender.wait_for()
+    old = sender.inner_text()
+    try:
+        assert_success(owner.patch(f"/users/{owner.id}", {"full_name": "Owner Renamed"}))
+        wait_until(lambda: sender.inner_text() == "Owner Renamed", "the new name on the message")
+    finally:
+        assert_success(owner.patch(f"/users/{owner.id}", {"full_name": old}))
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

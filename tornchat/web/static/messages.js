@@ -412,6 +412,16 @@ function redrawPrefixes(event) {
 onEvent("stream", redrawPrefixes);
 onEvent("subscription", redrawPrefixes);
 
+// A person renamed: their messages on screen carry the new name.
+onEvent("realm_user", (event) => {
+  if (event.op !== "update" || event.person.full_name === undefined) return;
+  for (const message of view.messages) {
+    if (message.sender_id !== event.person.user_id) continue;
+    message.sender_full_name = event.person.full_name;
+    replaceMessage(message);
+  }
+});
+
 onEvent("reaction", (event) => {
   const message = messageById(event.message_id);
   if (!message) return;
