@@ -374,6 +374,18 @@ def test_a_person_renamed_is_named_anew_on_their_messages(setup):
         assert_success(owner.patch(f"/users/{owner.id}", {"full_name": old}))
 
 
+def test_a_message_starred_elsewhere_appears_in_the_open_starred_view(setup):
+    page, carol = setup.page, setup.carol
+    first = send_ok(setup.live.owner, "town", "star me first", topic="stars")
+    second = send_ok(setup.live.owner, "town", "star me from afar", topic="stars")
+    assert_success(carol.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
+    page.get_by_test_id("view-starred").click()
+    message(page, first).wait_for()
+    assert_success(carol.post("/messages/flags", {"messages": [second], "op": "add", "flag": "starred"}))
+    message(page, second).get_by_test_id("star-button").wait_for()
+    assert message(page, second).get_by_test_id("star-button").get_attribute("aria-pressed") == "true"
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

@@ -376,19 +376,24 @@ onEvent("update_message", (event) => {
   if (event.subject !== undefined || event.new_stream_id !== undefined) showMovedIn(event, absent);
 });
 
-const MOVED_IN_FETCHES = 20; // more messages moved into the open view than this: the view is loaded again
+const ARRIVAL_FETCHES = 20; // more messages arriving in the open view than this: the view is loaded again
 
 /** Messages moved into the open view from elsewhere appear at their places within the loaded range. */
-async function showMovedIn(event, ids) {
+function showMovedIn(event, ids) {
   const narrow = view.narrow;
   const target = { type: "stream", stream_id: event.new_stream_id ?? event.stream_id, subject: event.subject ?? event.orig_subject };
-  if (!narrow || !["all", "stream", "topic"].includes(narrow.kind) || !matches(narrow, target)) return;
+  if (narrow && ["all", "stream", "topic"].includes(narrow.kind) && matches(narrow, target)) showArrivals(ids);
+}
+
+/** Shows messages not on screen that now belong to the open view (moved in, starred elsewhere). */
+async function showArrivals(ids) {
+  const narrow = view.narrow;
   const last = view.messages.length ? view.messages[view.messages.length - 1].id : null;
   const inRange = (id) =>
     (view.foundOldest || (last !== null && id > view.messages[0].id)) && (view.foundNewest || (last !== null && id < last));
-  const wanted = ids.filter(inRange);
+  const wanted = ids.filter((id) => !view.rows.has(id) && inRange(id));
   if (!wanted.length) return;
-  if (wanted.length > MOVED_IN_FETCHES) {
+  if (wanted.length > ARRIVAL_FETCHES) {
     showNarrow(narrow);
     return;
   }
@@ -400,7 +405,7 @@ async function showMovedIn(event, ids) {
     const wantedSet = new Set(wanted);
     insert(pages.flatMap((data) => data.messages).filter((m) => wantedSet.has(m.id) && inRange(m.id)));
   } catch (err) {
-    if (generation === view.generation) toast("Could not show moved messages: " + err.message, "error");
+    if (generation === view.generation) toast("Could not show new messages of this view: " + err.message, "error");
   }
 }
 
@@ -439,8 +444,10 @@ onEvent("update_message_flags", (event) => {
   const op = event.op || event.operation;
   const ids = event.all ? view.messages.map((m) => m.id) : event.messages;
   for (const id of ids) markFlag(id, event.flag, op === "add");
-  if (event.flag === "starred" && view.narrow && view.narrow.kind === "starred" && op === "remove")
-    for (const id of ids) removeMessage(id);
+  if (event.flag === "starred" && view.narrow && view.narrow.kind === "starred") {
+    if (op === "remove") for (const id of ids) removeMessage(id);
+    else showArrivals(ids); // starred in another tab or client, as Zulip's starred view shows
+  }
 });
 
 export function sameAsCurrent(narrow) {
