@@ -386,6 +386,24 @@ def test_a_message_starred_elsewhere_appears_in_the_open_starred_view(setup):
     assert message(page, second).get_by_test_id("star-button").get_attribute("aria-pressed") == "true"
 
 
+def test_the_emoji_picker_asks_again_for_the_names_after_a_failed_load(setup):
+    page = setup.page
+    said = send_ok(setup.live.owner, "town", "react later", topic="emoji")
+    channel_link(page, setup.town).click()
+    shown = message(page, said)
+    shown.wait_for()
+    page.route("**/emoji-names.json", lambda route: route.abort())
+    shown.get_by_test_id("react-button").click()
+    page.get_by_test_id("emoji-filter").fill("octopus")
+    page.get_by_test_id("emoji-picker").get_by_text("No emoji match.").wait_for()
+    page.keyboard.press("Escape")
+    page.unroute("**/emoji-names.json")
+    shown.get_by_test_id("react-button").click()
+    page.get_by_test_id("emoji-filter").fill("octopus")
+    page.locator('[data-testid="emoji-option"][data-emoji-name="octopus"]').wait_for()
+    page.keyboard.press("Escape")
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

@@ -10,8 +10,14 @@ let namesPromise = null;
 export function emojiNames() {
   if (!namesPromise) {
     namesPromise = fetch(new URL("./emoji-names.json", import.meta.url))
-      .then((r) => (r.ok ? r.json() : {}))
-      .catch(() => ({}));
+      .then((r) => {
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        return r.json();
+      })
+      .catch(() => {
+        namesPromise = null; // asked again the next time the picker opens
+        return {};
+      });
   }
   return namesPromise;
 }
