@@ -404,6 +404,18 @@ def test_the_emoji_picker_asks_again_for_the_names_after_a_failed_load(setup):
     page.keyboard.press("Escape")
 
 
+def test_a_topic_whose_messages_are_all_deleted_leaves_the_sidebar(setup):
+    page = setup.page
+    send_ok(setup.live.owner, "town", "staying", topic="stays")
+    doomed = send_ok(setup.live.owner, "town", "short-lived", topic="fleeting")
+    channel_link(page, setup.town).click()
+    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{setup.town}"][data-topic="fleeting"]')
+    topic.wait_for()
+    assert_success(setup.live.owner.delete(f"/messages/{doomed}"))
+    topic.wait_for(state="detached")
+    page.locator('[data-testid="topic-item"][data-topic="stays"]').wait_for()
+
+
 def test_no_page_broke_the_content_security_policy(setup):
     assert setup.browser.console.csp_violations() == []
     assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []

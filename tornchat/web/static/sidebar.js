@@ -99,7 +99,7 @@ function topicList(streamId) {
   const unreadTopics = state.unread.streams.get(streamId) || new Map();
   const names = new Map(topics.map((t) => [t.name.toLowerCase(), t]));
   // Topics with unread messages the list does not know yet come first.
-  for (const key of unreadTopics.keys()) if (!names.has(key)) names.set(key, { name: key, max_id: Infinity });
+  for (const [key, ids] of unreadTopics) if (ids.size && !names.has(key)) names.set(key, { name: key, max_id: Infinity });
   const sorted = [...names.values()].sort((a, b) => b.max_id - a.max_id);
   return el(
     "ul", { class: "topic-list" },
@@ -159,4 +159,9 @@ onEvent("update_message", (event) => {
   topicsCache.delete(event.stream_id);
   if (event.new_stream_id) topicsCache.delete(event.new_stream_id);
   if (current.streamId) loadTopics(current.streamId);
+});
+
+// A deletion may empty a topic: the open channel's topics are asked again (shown as they were meanwhile).
+onEvent("delete_message", (event) => {
+  if (event.stream_id !== undefined && topicsCache.has(event.stream_id)) loadTopics(event.stream_id);
 });
