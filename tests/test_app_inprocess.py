@@ -42,6 +42,8 @@ async def test_access_log_line_per_request(http_client, base_url, state, caplog)
     method, path, status, millis = record.getMessage().split()
     assert (method, path, status) == ("GET", "/api/v1/users/me", "200")
     assert millis.endswith("ms") and float(millis[:-2]) >= 0
+    # Handlers read the fields from the record (tests/client_helpers.py's AccessLog does).
+    assert record.args[:3] == ("GET", "/api/v1/users/me", 200)
 
 
 @pytest.mark.gen_test

@@ -208,12 +208,17 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
 ]
 
 
+ACCESS_FORMAT = "%s %s %d %.1fms"
+
+
 def log_request(handler: tornado.web.RequestHandler) -> None:
     # The record is made directly: Logger.info would also walk the stack for a caller no format shows.
     if access_log.isEnabledFor(logging.INFO):
         request = handler.request
-        line = f"{request.method} {request.path} {handler.get_status()} {1000 * request.request_time():.1f}ms"
-        access_log.handle(access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, line, None, None))
+        # The fields stay the record's args (log handlers read them), formatted only when emitted.
+        fields = (request.method, request.path, handler.get_status(), 1000 * request.request_time())
+        record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, ACCESS_FORMAT, fields, None)
+        access_log.handle(record)
 
 
 class Application(tornado.web.Application):
