@@ -15,7 +15,7 @@ import msgspec
 
 from storage import linkify
 from storage.db import Tx
-from storage.directory import directory
+from storage.directory import Directory, directory
 from storage.message_cache import closing_tail, flags_tail, highlights, join, key, prefix, shape_of
 from storage.message_objects import MESSAGE_COLUMNS, Formats, build_object
 from storage.search_highlight import highlight_content, highlight_topic
@@ -54,9 +54,9 @@ def encoded_page(
     cache.misses += len(missing)
     if missing:
         keep = not known.pending  # nothing read while a reported write may be uncommitted
-        fresh = dict(_encode_missing(tx, missing, formats))
-        for message_id, encoded in fresh.items():
-            if keep:
+        fresh = dict(_encode_missing(tx, known, linkifiers, missing, formats))
+        if keep:
+            for message_id, encoded in fresh.items():
                 cache.put(key(message_id, shape), encoded)
         prefixes = [fresh[row[0]] if found is None else found for row, found in zip(rows, prefixes, strict=True)]
     if not search_terms:
@@ -79,14 +79,14 @@ def _join_closed(rows: Sequence[tuple[Any, ...]], prefixes: list[bytes]) -> msgs
     return msgspec.Raw(b"".join(pieces))
 
 
-def _encode_missing(tx: Tx, message_ids: list[int], formats: Formats) -> list[tuple[int, bytes]]:
+def _encode_missing(
+    tx: Tx, known: Directory, linkifiers: linkify.LinkifierSet, message_ids: list[int], formats: Formats
+) -> list[tuple[int, bytes]]:
     rows = tx.all(
         f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
         (msgspec.json.encode(message_ids).decode(),),
     )
-    known = directory(tx)
     known.load_members([row[2] for row in rows if row[3] is None])
-    linkifiers = linkify.current(tx)
     allow_history = known.allow_edit_history()
     return [
         (row[0], prefix(build_object(known, linkifiers, allow_history, (row[0], None, *row[1:]), formats, False)))
