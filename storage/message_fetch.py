@@ -27,7 +27,7 @@ from storage.narrow import (
     build_query,
     parse_narrow,
 )
-from storage.narrow_select import find_ids, find_rows
+from storage.narrow_select import find_rows
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.users import User
 
@@ -179,7 +179,7 @@ def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
 
 def first_unread(tx: Tx, query: Query) -> int | None:
     """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
-    found = find_ids(tx, unread_query(query), ">= ?", [0], False, 1)
+    found = find_rows(tx, unread_query(query), ">= ?", [0], False, 1)
     return found[0][0] if found else None
 
 
@@ -211,7 +211,7 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     first = tx.value(FIRST_SINCE_SQL, (moment,))
     if first is None:
         return None
-    found = find_ids(tx, query, ">= ?", [first], False, 1)
+    found = find_rows(tx, query, ">= ?", [first], False, 1)
     return found[0][0] if found else None
 
 

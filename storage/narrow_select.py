@@ -72,13 +72,6 @@ def select_sql(
     return sql, params
 
 
-def find_ids(
-    tx: Tx, query: Query, comparison: str, values: list[Any], descending: bool, limit: int | None
-) -> list[tuple[int, int | None]]:
-    """Return (id, flags) of matching messages: flags None for historical rows."""
-    return [(row[0], row[1]) for row in find_rows(tx, query, comparison, values, descending, limit)]
-
-
 def find_rows(
     tx: Tx,
     query: Query,
@@ -88,7 +81,10 @@ def find_rows(
     limit: int | None,
     columns: str | None = None,
 ) -> list[tuple[Any, ...]]:
-    """Return tuples of `columns` (default: id, flags) of matching messages, in one query."""
+    """Return tuples of `columns` of matching messages, in one query.
+
+    The default columns are id and flags, flags None for historical rows.
+    """
     if query.empty or limit == 0:
         return []
     sql, params = select_sql(query, comparison, descending, limit, columns)
