@@ -17,7 +17,7 @@ from storage import linkify
 from storage.db import Tx
 from storage.directory import Directory, directory
 from storage.message_cache import closing_tail, flags_tail, highlights, join, key, prefix, shape_of
-from storage.message_objects import MESSAGE_COLUMNS, Formats, build_object
+from storage.message_objects import MESSAGE_COLUMNS, Formats, unflagged_objects
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.topics import display_topic
 
@@ -86,9 +86,4 @@ def _encode_missing(
         f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
         (msgspec.json.encode(message_ids).decode(),),
     )
-    known.load_members([row[2] for row in rows if row[3] is None])
-    allow_history = known.allow_edit_history()
-    return [
-        (row[0], prefix(build_object(known, linkifiers, allow_history, (row[0], None, *row[1:]), formats, False)))
-        for row in rows
-    ]
+    return [(obj["id"], prefix(obj)) for obj in unflagged_objects(known, linkifiers, rows, formats)]

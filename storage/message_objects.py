@@ -66,6 +66,15 @@ def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Form
     return [build_object(known, linkifiers, allow_history, row, formats, True) for row in rows]
 
 
+def unflagged_objects(
+    known: Directory, linkifiers: linkify.LinkifierSet, rows: Sequence[tuple[Any, ...]], formats: Formats
+) -> list[dict[str, Any]]:
+    """Return API objects without flags for rows of MESSAGE_COLUMNS (events, the encoded-message cache)."""
+    known.load_members([row[2] for row in rows if row[3] is None])
+    allow_history = known.allow_edit_history()
+    return [build_object(known, linkifiers, allow_history, (row[0], None, *row[1:]), formats, False) for row in rows]
+
+
 def build_object(
     known: Directory, linkifiers: Any, allow_history: bool, row: tuple[Any, ...], formats: Formats, with_flags: bool
 ) -> dict[str, Any]:
@@ -164,8 +173,5 @@ def event_message_object(tx: Tx, message_id: int) -> dict[str, Any]:
     """Return the message object carried by message events (HTML content, avatar URLs, no flags)."""
     row = tx.one(f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id = ?", (message_id,))
     assert row is not None
-    values = tuple(row)
-    known = directory(tx)
     formats = Formats(apply_markdown=True, client_gravatar=False, allow_empty_topic_name=True)
-    return build_object(known, linkify.current(tx), known.allow_edit_history(), (values[0], None, *values[1:]), formats,
-                   False)  # fmt: skip
+    return unflagged_objects(directory(tx), linkify.current(tx), [tuple(row)], formats)[0]
