@@ -93,14 +93,19 @@ function setConversation(draft) {
   else if (draft.type === "private") composeFor({ kind: "dm", userIds: draft.to.filter((id) => id !== state.me.user_id) });
 }
 
-async function send() {
-  let params;
+/** The message to send, or null (after a toast saying what is missing) when the form is incomplete. */
+function validParams() {
   try {
-    params = messageParams();
+    return messageParams();
   } catch (err) {
     toast(err.message, "error");
-    return;
+    return null;
   }
+}
+
+async function send() {
+  const params = validParams();
+  if (!params) return;
   // The box empties at once (as Zulip's does) and gets its text back if the server refuses it.
   f.send.disabled = true;
   f.content.value = "";
@@ -118,13 +123,8 @@ async function send() {
 }
 
 function sendLater() {
-  let params;
-  try {
-    params = messageParams();
-  } catch (err) {
-    toast(err.message, "error");
-    return;
-  }
+  const params = validParams();
+  if (!params) return;
   schedulePicker(f.laterPanel, async (timestamp) => {
     f.content.value = "";
     try {
