@@ -156,23 +156,21 @@ export function renderReactions(article, message) {
   box.replaceChildren(...buttons);
 }
 
-async function addReaction(message, emoji) {
-  try {
-    await api("POST", `/messages/${message.id}/reactions`, {
-      emoji_name: emoji.emoji_name, emoji_code: emoji.emoji_code, reaction_type: emoji.reaction_type,
-    });
-  } catch (err) {
-    toast("Could not add the reaction: " + err.message, "error");
-  }
+function addReaction(message, emoji) {
+  return react("POST", message, emoji, "add");
 }
 
-async function removeReaction(message, emoji) {
+function removeReaction(message, emoji) {
+  return react("DELETE", message, emoji, "remove");
+}
+
+async function react(method, message, emoji, verb) {
   try {
-    await api("DELETE", `/messages/${message.id}/reactions`, {
+    await api(method, `/messages/${message.id}/reactions`, {
       emoji_name: emoji.emoji_name, emoji_code: emoji.emoji_code, reaction_type: emoji.reaction_type,
     });
   } catch (err) {
-    toast("Could not remove the reaction: " + err.message, "error");
+    toast(`Could not ${verb} the reaction: ` + err.message, "error");
   }
 }
 
