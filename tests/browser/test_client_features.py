@@ -44,6 +44,22 @@ def message(page: Any, message_id: int) -> Any:
     return page.locator(f'[data-testid="message"][data-message-id="{message_id}"]')
 
 
+def write_in_topic(page: Any, stream_id: int, topic: str, content: str) -> None:
+    """Opens the channel and writes content under topic in the compose box, unsent."""
+    channel_link(page, stream_id).click()
+    page.get_by_test_id("compose-topic").fill(topic)
+    page.get_by_test_id("compose-content").fill(content)
+
+
+def send_in_topic(page: Any, stream_id: int, topic: str, content: str) -> int:
+    """Sends content with Enter and returns the id of the message once the page shows it."""
+    write_in_topic(page, stream_id, topic, content)
+    page.get_by_test_id("compose-content").press("Enter")
+    shown = page.locator('[data-testid="message"]', has_text=content)
+    shown.wait_for()
+    return int(shown.get_attribute("data-message-id"))
+
+
 def flags_of(client: Client, message_id: int) -> list[str]:
     body = assert_success(client.get("/messages", {"anchor": message_id, "num_before": 0, "num_after": 0}))
     return body["messages"][0]["flags"]
@@ -104,13 +120,7 @@ def test_topics_of_the_selected_channel_show_their_unread_counts(setup):
 
 def test_edit_star_search_and_delete_an_own_message(setup):
     page, carol = setup.page, setup.carol
-    channel_link(page, setup.town).click()
-    page.get_by_test_id("compose-topic").fill("edits")
-    page.get_by_test_id("compose-content").fill("first wording")
-    page.get_by_test_id("compose-content").press("Enter")
-    mine = page.locator('[data-testid="message"]', has_text="first wording")
-    mine.wait_for()
-    message_id = int(mine.get_attribute("data-message-id"))
+    message_id = send_in_topic(page, setup.town, "edits", "first wording")
     mine = message(page, message_id)
     mine.hover()
     mine.get_by_test_id("edit-button").click()
@@ -209,9 +219,7 @@ def test_a_direct_message_to_an_email_gets_its_conversation_in_the_sidebar(setup
 
 def test_a_lost_event_queue_is_replaced_and_the_compose_box_keeps_its_text(setup):
     page, carol = setup.page, setup.carol
-    channel_link(page, setup.town).click()
-    page.get_by_test_id("compose-topic").fill("queues")
-    page.get_by_test_id("compose-content").fill("half a thought")
+    write_in_topic(page, setup.town, "queues", "half a thought")
     state_module = page.evaluate("document.querySelector('script[type=module]').src.replace(/app\\.js$/, 'state.js')")
     queue_id = page.evaluate(f"import('{state_module}').then(m => m.state.queueId)")
     assert_success(carol.delete("/events", {"queue_id": queue_id}))
@@ -271,13 +279,7 @@ def test_a_topic_renamed_in_the_open_channel_is_named_on_its_recipient_bar(setup
 
 def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(setup):
     page = setup.page
-    channel_link(page, setup.town).click()
-    page.get_by_test_id("compose-topic").fill("slow edits")
-    page.get_by_test_id("compose-content").fill("slow first wording")
-    page.get_by_test_id("compose-content").press("Enter")
-    mine = page.locator('[data-testid="message"]', has_text="slow first wording")
-    mine.wait_for()
-    mine = message(page, int(mine.get_attribute("data-message-id")))
+    mine = message(page, send_in_topic(page, setup.town, "slow edits", "slow first wording"))
 
     def late_answer(route: Any) -> None:
         answer = route.fetch()
