@@ -20,7 +20,7 @@ const PASSWORD_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz2345
 const PASSWORD_LENGTH = 18; // about 105 bits
 
 /** A random password from crypto.getRandomValues, without modulo bias (bytes past a multiple are drawn again). */
-export function generatePassword(length = PASSWORD_LENGTH) {
+function generatePassword(length = PASSWORD_LENGTH) {
   const limit = 256 - (256 % PASSWORD_ALPHABET.length);
   let result = "";
   while (result.length < length) {

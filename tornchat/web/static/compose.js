@@ -58,7 +58,7 @@ function syncType() {
 /** Rebuilds the channel choices: the subscriptions, and the chosen channel while the user can still see it.
  * A chosen channel that is gone leaves no choice rather than the first one: a message is never sent to
  * a channel the user did not pick (an unsubscribe of the open channel, a topic of another channel). */
-export function refreshChannels(chosen = f.channel.value) {
+function refreshChannels(chosen = f.channel.value) {
   const shown = new Map([...state.subscriptions.values()].map((s) => [String(s.stream_id), s]));
   const stream = state.streams.get(Number(chosen));
   if (chosen && !shown.has(chosen) && stream && !stream.is_archived) shown.set(chosen, stream);

@@ -7,7 +7,7 @@ const MAX_SHOWN = 80;
 let namesPromise = null;
 
 /** { name: code } for every Unicode emoji name (served next to this module). */
-export function emojiNames() {
+function emojiNames() {
   if (!namesPromise) {
     namesPromise = fetch(new URL("./emoji-names.json", import.meta.url))
       .then((r) => {

@@ -2,7 +2,7 @@
 import { api } from "./api.js";
 import { dmKey, state } from "./state.js";
 
-export const EVENT_TYPES = [
+const EVENT_TYPES = [
   "message", "update_message", "delete_message", "reaction", "update_message_flags", "subscription",
   "stream", "realm_user", "drafts", "scheduled_messages", "saved_snippets", "realm_emoji", "realm",
   "starred_messages", "recent_private_conversations",
@@ -52,7 +52,7 @@ function loadUnread(unread) {
   }
 }
 
-export function setRecentDms(list) {
+function setRecentDms(list) {
   state.recentDms = list
     .map((c) => ({ key: dmKey(c.user_ids), max_message_id: c.max_message_id }))
     .sort((a, b) => b.max_message_id - a.max_message_id);

@@ -2,7 +2,7 @@
 // scrolls, applies live events, and marks what the user has seen as read.
 import { api } from "./api.js";
 import { onEvent } from "./events.js";
-import { matches, operators, sameNarrow } from "./narrow.js";
+import { matches, operators } from "./narrow.js";
 import { buildMessage, renderReactions, setStarred } from "./message_view.js";
 import { state } from "./state.js";
 import { clear, el, formatDate, toast } from "./ui.js";
@@ -33,7 +33,7 @@ export function currentNarrow() {
   return view.narrow;
 }
 
-export function messageById(id) {
+function messageById(id) {
   const i = indexOf(id);
   return i >= 0 ? view.messages[i] : null;
 }
@@ -449,7 +449,3 @@ onEvent("update_message_flags", (event) => {
     else showArrivals(ids); // starred in another tab or client, as Zulip's starred view shows
   }
 });
-
-export function sameAsCurrent(narrow) {
-  return view.narrow && sameNarrow(view.narrow, narrow);
-}

@@ -54,7 +54,7 @@ export function title(narrow) {
   }
 }
 
-export function recipientIds(message) {
+function recipientIds(message) {
   if (message.type !== "private") return [];
   return message.display_recipient.map((r) => r.id);
 }

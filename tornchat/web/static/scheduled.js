@@ -9,7 +9,7 @@ function pad(n) {
 }
 
 /** A datetime-local input's value for a Unix time (local time zone). */
-export function localValue(seconds) {
+function localValue(seconds) {
   const d = new Date(seconds * 1000);
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
