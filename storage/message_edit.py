@@ -434,7 +434,7 @@ def get_message(
     row = tx.one(f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id = ?", (message_id,))
     assert row is not None
     [message] = message_objects(
-        tx, user, [{**dict(row), "flags": bits}], apply_markdown=apply_markdown,
+        tx, [{**dict(row), "flags": bits}], apply_markdown=apply_markdown,
         allow_empty_topic_name=allow_empty_topic_name,
     )  # fmt: skip
     return {"message": message, "raw_content": row["content"]}

@@ -12,7 +12,6 @@ from storage import flags, linkify
 from storage.db import Tx
 from storage.directory import Directory, directory
 from storage.topics import display_topic
-from storage.users import User
 
 HISTORICAL_FLAGS = ["read", "historical"]
 # Reactions of the message, oldest first: [[user_id, emoji_name, emoji_code, reaction_type], ...] or NULL.
@@ -154,16 +153,15 @@ def _edit_history(stored: str, allow_empty_topic_name: bool) -> list[dict[str, A
 
 def message_objects(
     tx: Tx,
-    viewer: User,
     rows: Sequence[Any],
     *,
     apply_markdown: bool = True,
     client_gravatar: bool = True,
     allow_empty_topic_name: bool = False,
 ) -> list[dict[str, Any]]:
-    """Return API objects with the viewer's flags for mapping rows of MESSAGE_COLUMNS plus `flags` (None: historical).
+    """Return API objects with their flags for mapping rows of MESSAGE_COLUMNS plus `flags` (None: historical).
 
-    The viewer does not change the objects (only their flags, which the rows carry).
+    Who views them does not change the objects: only their flags, which the rows carry.
     """
     tuples = [tuple(row[name] for name in _ROW_NAMES) for row in rows]
     return message_tuple_objects(tx, tuples, Formats(apply_markdown, client_gravatar, allow_empty_topic_name))
