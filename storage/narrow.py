@@ -195,13 +195,25 @@ class Query(msgspec.Struct):
     dm_only: bool = False
     history_allowed: bool = True  # False with an `is:` term other than is:resolved (Zulip's rule)
     channel_id: int | None = None  # the first positive channel term's: channel muting does not apply inside
-    # The "fts" driver's search filter (its index in filters, its parameter's in params): the
-    # driver does its work, so select_sql leaves it out; any other driver keeps it.
-    fts_filter: tuple[int, int] | None = None
+    # Filters the driving scan already guarantees, as (index in filters, index of the first parameter
+    # in params, parameter count): the channel and topic terms under the topic driver, the search term
+    # under the fts driver. They hold only for that scan: select_sql leaves them out while
+    # (driver, driver_params) is still `implied_for`, and keeps them for any other (unread, ids).
+    implied: list[tuple[int, int, int]] = msgspec.field(default_factory=list)
+    implied_for: tuple[str, list[Any]] | None = None
 
-    def add(self, condition: str, params: list[Any], negated: bool = False) -> None:
+    def add(self, condition: str, params: list[Any], negated: bool = False) -> tuple[int, int, int]:
+        """Add a filter; return where it is, as `implied` records it."""
+        where = (len(self.filters), len(self.params), len(params))
         self.filters.append(f"NOT ({condition})" if negated else condition)
         self.params.extend(params)
+        return where
+
+    def drive(self, driver: str, params: list[Any], *implied: tuple[int, int, int] | None) -> None:
+        """Set the driving scan and the filters it makes redundant (None: none)."""
+        self.driver, self.driver_params = driver, params
+        self.implied = [where for where in implied if where is not None]
+        self.implied_for = (driver, params)
 
 
 def resolve_channel(tx: Tx, operand: Any) -> Channel:
@@ -258,7 +270,10 @@ def build_query(tx: Tx, user: User, terms: list[Term]) -> Query:
     query = builder.finish()
     if not query.history:
         hidden = directory(tx).unreadable_channel_ids(user)  # channels.unreadable_channel_ids, kept
-        if hidden:
+        if hidden and query.channel_id is not None:
+            # A positive channel term keeps every row in that one channel: readable, or none is.
+            query.empty = query.empty or query.channel_id in hidden
+        elif hidden:
             query.add("m.channel_id IS NULL OR m.channel_id NOT IN (SELECT value FROM json_each(?))",
                       [json.dumps(hidden)])  # fmt: skip
     positive = [t for t in terms if not t.negated]
@@ -277,12 +292,15 @@ class _Builder:
         self.kinds: set[str] = set()
         self.history = False  # the last positive channel/channels term decides (Zulip's rule)
         self.channel_recipient: int | None = None
+        self.channel_filter: tuple[int, int, int] | None = None  # the term that gave channel_recipient
         self.topic_key: str | None = None  # the first positive topic term's, casefolded
+        self.topic_filter: tuple[int, int, int] | None = None
         self.dm_recipient: int | None = None
+        self.dm_filter: tuple[int, int, int] | None = None
         self.sender_id: int | None = None
         self.message_id: int | None = None
         self.flag = ""
-        self.search: tuple[int, int] | None = None  # the first positive search term's filter
+        self.search: tuple[int, int, int] | None = None  # the first positive search term's filter
 
     def conversation_kind(self, kind: str, negated: bool) -> None:
         if negated:
@@ -295,14 +313,16 @@ class _Builder:
         """Choose history mode and the driving scan: the most selective positive term."""
         query = self.query
         query.history = self.history and query.history_allowed
+        # The channel's recipient pins the channel (and channel_id IS NOT NULL), and the topic
+        # driver's key the topic: those terms' filters would only read each message's row again.
         if self.message_id is not None:
             query.driver, query.driver_params = "id", [self.message_id]
         elif self.channel_recipient is not None and self.topic_key is not None:
-            query.driver, query.driver_params = "topic", [self.channel_recipient, self.topic_key]
+            query.drive("topic", [self.channel_recipient, self.topic_key], self.channel_filter, self.topic_filter)
         elif self.channel_recipient is not None:
-            query.driver, query.driver_params = "recipient", [self.channel_recipient]
+            query.drive("recipient", [self.channel_recipient], self.channel_filter)
         elif self.dm_recipient is not None and not query.history:
-            query.driver, query.driver_params = "recipient", [self.dm_recipient]
+            query.drive("recipient", [self.dm_recipient], self.dm_filter)
         elif self.sender_id is not None:
             query.driver, query.driver_params = "sender", [self.sender_id]
         elif query.history:
@@ -312,9 +332,7 @@ class _Builder:
         elif self.search is not None:
             # FTS5 walks its matches in rowid (= message id) order from the anchor: far fewer rows
             # than the user's whole history, and no set of every match built first.
-            filter_index, param_index = self.search
-            query.driver, query.driver_params = "fts", [query.params[param_index]]
-            query.fts_filter = self.search
+            query.drive("fts", [query.params[self.search[1]]], self.search)
         return query
 
 
@@ -322,7 +340,7 @@ def _channel(b: _Builder, term: Term) -> None:
     b.conversation_kind("channel", term.negated)
     channel = resolve_channel(b.tx, term.operand)
     # channel_id is NULL for direct messages: the IS NOT NULL keeps the negation true for them.
-    b.query.add("m.channel_id IS NOT NULL AND m.channel_id = ?", [channel.id], term.negated)
+    where = b.query.add("m.channel_id IS NOT NULL AND m.channel_id = ?", [channel.id], term.negated)
     if not term.negated:
         if b.query.channel_id is None:
             b.query.channel_id = channel.id
@@ -331,7 +349,7 @@ def _channel(b: _Builder, term: Term) -> None:
         if recipient_id is None:
             b.query.empty = True
         elif b.channel_recipient is None:
-            b.channel_recipient = recipient_id
+            b.channel_recipient, b.channel_filter = recipient_id, where
 
 
 def _channels(b: _Builder, term: Term) -> None:
@@ -348,9 +366,9 @@ def _channels(b: _Builder, term: Term) -> None:
 def _topic(b: _Builder, term: Term) -> None:
     b.conversation_kind("channel", term.negated)
     key = topic_key(stored_topic(term.operand))
-    b.query.add("m.channel_id IS NOT NULL AND m.topic_key = ?", [key], term.negated)
+    where = b.query.add("m.channel_id IS NOT NULL AND m.topic_key = ?", [key], term.negated)
     if not term.negated and b.topic_key is None:
-        b.topic_key = key
+        b.topic_key, b.topic_filter = key, where
 
 
 def _sender(b: _Builder, term: Term) -> None:
@@ -365,12 +383,12 @@ def _dm(b: _Builder, term: Term) -> None:
     others = resolve_dm_users(b.tx, term.operand)
     # An empty list names no conversation (Zulip); a list holding only the user is the self-DM.
     recipient_id = recipients.get_direct_message_group_recipient(b.tx, [b.user.id, *others]) if others else None
-    b.query.add("m.recipient_id = ?", [-1 if recipient_id is None else recipient_id], term.negated)
+    where = b.query.add("m.recipient_id = ?", [-1 if recipient_id is None else recipient_id], term.negated)
     if not term.negated:
         if recipient_id is None:
             b.query.empty = True
         elif b.dm_recipient is None:
-            b.dm_recipient = recipient_id
+            b.dm_recipient, b.dm_filter = recipient_id, where
 
 
 def _dm_including(b: _Builder, term: Term) -> None:
@@ -441,10 +459,10 @@ def _search(b: _Builder, term: Term) -> None:
         if not term.negated:
             b.query.empty = True
         return
+    where = b.query.add("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)", [fts_query(words)],
+                        term.negated)  # fmt: skip
     if not term.negated and b.search is None:
-        b.search = (len(b.query.filters), len(b.query.params))
-    b.query.add("m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)", [fts_query(words)],
-                term.negated)  # fmt: skip
+        b.search = where
     if not term.negated:
         b.query.search_terms.extend(words)
 

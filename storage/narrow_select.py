@@ -55,11 +55,7 @@ def select_sql(
         source = f"messages AS m {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
         where = [DRIVER_WHERE[query.driver]]
         params.extend(query.driver_params)
-    filters, filter_params = query.filters, query.params
-    if query.driver == "fts" and query.fts_filter is not None:  # the driver is that filter
-        filter_index, param_index = query.fts_filter
-        filters = filters[:filter_index] + filters[filter_index + 1 :]
-        filter_params = filter_params[:param_index] + filter_params[param_index + 1 :]
+    filters, filter_params = _filters(query)
     where.extend(f"({f})" for f in filters)
     params.extend(filter_params)
     where.append(f"{order_column} {comparison}")
@@ -70,6 +66,17 @@ def select_sql(
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql, params
+
+
+def _filters(query: Query) -> tuple[list[str], list[Any]]:
+    """The query's filters and their parameters, less those its driving scan already guarantees."""
+    if not query.implied or query.implied_for != (query.driver, query.driver_params):
+        return query.filters, query.params
+    filters, params = list(query.filters), list(query.params)
+    for filter_index, param_index, count in sorted(query.implied, reverse=True):
+        del filters[filter_index]
+        del params[param_index : param_index + count]
+    return filters, params
 
 
 def find_rows(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from storage import message_fetch
 from storage.message_objects import ROW_COLUMNS
 from storage.narrow import Term, build_query
 from storage.narrow_select import select_sql
@@ -63,3 +64,35 @@ def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filter
         return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
 
     assert_only(db.read(explain), ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)"])
+
+
+def test_the_cached_path_of_channel_and_topic_reads_only_messages_by_topic(setup):  # noqa: F811
+    """Ids and flags of a channel + topic page: the index covers them (no message row is read)."""
+    db, people = setup
+
+    def explain(tx):
+        query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
+        sql, params = select_sql(query, "<= ?", True, 1000)
+        assert "m.channel_id" not in sql and "m.topic_key = ?" in sql, sql
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+
+    assert_only(
+        db.read(explain),
+        ["SEARCH m USING COVERING INDEX messages_by_topic (recipient_id=? AND topic_key=? AND id<?)",
+         "SEARCH um USING PRIMARY KEY (user_id=? AND message_id=?) LEFT-JOIN"],
+    )  # fmt: skip
+
+
+def test_filters_the_driver_implies_come_back_under_another_driver(setup):  # noqa: F811
+    """first_unread and message_ids scan other indexes: the channel and topic filters apply to them again."""
+    db, people = setup
+
+    def sqls(tx):
+        query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
+        unread, _ = select_sql(message_fetch.unread_query(query), ">= ?", False, 1)
+        by_ids, _ = select_sql(message_fetch.ids_query(query, [1, 2]), ">= ?", False, None)
+        return unread, by_ids
+
+    for sql in db.read(sqls):
+        assert "m.channel_id IS NOT NULL AND m.channel_id = ?" in sql, sql
+        assert "m.channel_id IS NOT NULL AND m.topic_key = ?" in sql, sql

@@ -155,6 +155,8 @@ def test_leaving_a_private_channel_hides_its_messages(live):
     assert_success(unsubscribe(alice, ["secret"]))
     assert narrow_ids(alice, []) == [dm]
     assert narrow_ids(alice, [["channel", "secret"]]) == []
+    assert narrow_ids(alice, [["channel", "secret"], ["topic", "plans"]]) == []
+    assert ids_of(fetch(alice, message_ids=[m1, dm], narrow=[["channel", "secret"]])) == []
     assert narrow_ids(alice, [["is", "unread"]]) == [dm]
     assert narrow_ids(alice, [["search", "plans"]]) == []
     assert ids_of(fetch(alice, message_ids=[m1, dm])) == [dm]
@@ -167,6 +169,7 @@ def test_leaving_a_private_channel_hides_its_messages(live):
                       "can_subscribe_group", "role:members")  # fmt: skip
     assert narrow_ids(alice, []) == [m1, dm]
     assert narrow_ids(alice, [["channel", "secret"]]) == [m1]
+    assert narrow_ids(alice, [["channel", "secret"], ["topic", "plans"]]) == [m1]
 
 
 def test_guests(live):
