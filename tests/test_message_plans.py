@@ -178,6 +178,7 @@ def test_topic_terms_search_the_topic_key(setup):
     db, people = setup
     terms = [Term("channel", "general"), Term("topic", "GREETINGS")]
     details = plan(db, people["alice"], terms)
-    assert details[0] == "SEARCH m USING COVERING INDEX messages_by_topic (recipient_id=? AND topic_key=? AND id<?)", details
+    expected = "SEARCH m USING COVERING INDEX messages_by_topic (recipient_id=? AND topic_key=? AND id<?)"
+    assert details[0] == expected, details
     query = db.read(build_query, people["alice"], terms)
     assert query.driver == "topic" and query.driver_params[1] == "greetings"
