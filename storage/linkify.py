@@ -83,7 +83,7 @@ class LinkMatch(NamedTuple):
 
 _compiled_sets: OrderedDict[tuple[str, int], LinkifierSet] = OrderedDict()
 _topic_links: OrderedDict[tuple[str, int, str], list[dict[str, str]]] = OrderedDict()
-_NO_LINKS: list[dict[str, str]] = []  # shared by every topic without links (never handed out: copied)
+_NO_LINKS: list[dict[str, str]] = []  # shared by every topic without links (handed out only to be encoded)
 
 
 def _remember(cache: OrderedDict[K, V], key: K, value: V, size: int) -> V:
@@ -166,8 +166,13 @@ def _without_overlaps(found: list[tuple[int, int, int, str]], text: str) -> list
 
 def topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:
     """Return a topic's `topic_links` ({text, url} by position), cached per (topic, linkifier version)."""
+    return [dict(link) for link in shared_topic_links(linkifiers, topic)]  # copies: callers may change them
+
+
+def shared_topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:
+    """topic_links, but the cached list itself: for callers that only encode it, never change it."""
     if not topic:
-        return []
+        return _NO_LINKS
     key = (*linkifiers.key, topic)
     cached = _topic_links.get(key)
     if cached is None:
@@ -175,7 +180,7 @@ def topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:
         cached = _remember(_topic_links, key, found or _NO_LINKS, TOPIC_LINKS_CACHE_SIZE)
     else:
         _topic_links.move_to_end(key)
-    return [dict(link) for link in cached]  # copies: callers may change the objects they get
+    return cached
 
 
 def _compute_topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:

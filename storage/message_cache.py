@@ -82,7 +82,7 @@ class MessageCache:
         self.size = 0
 
 
-def prefix(obj: dict[str, object]) -> bytes:
+def prefix(obj: object) -> bytes:
     """The object's JSON without its closing brace (the object must not hold flags or highlights)."""
     return _encode(obj)[:-1]
 

@@ -1,4 +1,8 @@
-"""The API message object (spec 2.6, api-notes 4.5), built for a page of messages at once."""
+"""The API message object (spec 2.6, api-notes 4.5), built for a page of messages at once.
+
+Objects are msgspec Structs (MessageObject), encoded as they are by GET /messages and the
+encoded-message cache; events and single-message answers take them as dicts (as_dict).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from storage import flags, linkify
 from storage.db import Tx
@@ -54,7 +59,46 @@ class Formats(msgspec.Struct, frozen=True):
     allow_empty_topic_name: bool = False
 
 
-def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats) -> list[dict[str, Any]]:
+class MessageObject(msgspec.Struct, kw_only=True):
+    """A message as the API shows it, its keys in Zulip's order; UNSET fields are left out.
+
+    `flags` is UNSET in events and the encoded-message cache (which adds the viewer's flags);
+    match_content and match_subject are set for search narrows only.
+    """
+
+    id: int
+    sender_id: int
+    content: str
+    content_type: str
+    recipient_id: int
+    timestamp: int
+    client: str
+    subject: str
+    topic_links: list[dict[str, str]]
+    is_me_message: bool
+    reactions: list[dict[str, Any]]
+    submessages: list[Any]
+    sender_full_name: str
+    sender_email: str
+    sender_realm_str: str
+    display_recipient: str | list[dict[str, Any]]
+    type: str
+    avatar_url: str | None
+    stream_id: int | UnsetType = UNSET
+    last_edit_timestamp: int | UnsetType = UNSET
+    last_moved_timestamp: int | UnsetType = UNSET
+    edit_history: list[dict[str, Any]] | UnsetType = UNSET
+    flags: list[str] | UnsetType = UNSET
+    match_content: str | UnsetType = UNSET
+    match_subject: str | UnsetType = UNSET
+
+
+def as_dict(message: MessageObject) -> dict[str, Any]:
+    """The object as a dict of its set fields (in order), with its own copies of the lists inside."""
+    return msgspec.to_builtins(message)  # type: ignore[no-any-return]
+
+
+def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats) -> list[MessageObject]:
     """Return API objects (with flags) for rows of ROW_COLUMNS, from the in-memory directory."""
     if not rows:
         return []
@@ -67,53 +111,52 @@ def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Form
 
 def unflagged_objects(
     known: Directory, linkifiers: linkify.LinkifierSet, rows: Sequence[tuple[Any, ...]], formats: Formats
-) -> list[dict[str, Any]]:
+) -> list[MessageObject]:
     """Return API objects without flags for rows of MESSAGE_COLUMNS (events, the encoded-message cache)."""
     known.load_members([row[2] for row in rows if row[3] is None])
     allow_history = known.allow_edit_history()
     return [build_object(known, linkifiers, allow_history, (row[0], None, *row[1:]), formats, False) for row in rows]
 
 
+_NOTHING: list[Any] = []  # shared by objects with no submessages, reactions or topic links (encoded, never changed)
+
+
 def build_object(
     known: Directory, linkifiers: Any, allow_history: bool, row: tuple[Any, ...], formats: Formats, with_flags: bool
-) -> dict[str, Any]:
+) -> MessageObject:
     (message_id, bits, sender_id, recipient_id, channel_id, topic, content, rendered, date_sent, client, me,
      edited, moved, history, reactions) = row  # fmt: skip
     sender = known.sender(sender_id)
+    markdown = formats.apply_markdown
     # A null avatar_url asks the client to compute the gravatar from sender_email, which is the real
     # address only when everyone may see it (Zulip forces client_gravatar off otherwise).
     in_channel = channel_id is not None
-    result: dict[str, Any] = {
-        "id": message_id,
-        "sender_id": sender_id,
-        "content": rendered if formats.apply_markdown else content,
-        "content_type": "text/html" if formats.apply_markdown else "text/x-markdown",
-        "recipient_id": recipient_id,
-        "timestamp": date_sent,
-        "client": client,
-        "subject": display_topic(topic, formats.allow_empty_topic_name) if in_channel else "",
-        "topic_links": linkify.topic_links(linkifiers, topic) if in_channel else [],
-        "is_me_message": bool(me),
-        "reactions": _reactions(known, reactions) if reactions is not None else [],
-        "submessages": [],  # widgets (polls, todo lists) are not supported
-        "sender_full_name": sender.full_name,
-        "sender_email": sender.email,
-        "sender_realm_str": "",
-        "display_recipient": known.channel_name(channel_id) if in_channel else _participants(known, recipient_id),
-        "type": "stream" if in_channel else "private",
-        "avatar_url": None if formats.client_gravatar and sender.gravatar_null else sender.avatar_url,
-    }
-    if in_channel:
-        result["stream_id"] = channel_id
-    if edited is not None:
-        result["last_edit_timestamp"] = edited
-    if moved is not None:
-        result["last_moved_timestamp"] = moved
-    if history is not None and allow_history:
-        result["edit_history"] = _edit_history(history, formats.allow_empty_topic_name)
-    if with_flags:
-        result["flags"] = flag_list(bits)
-    return result
+    return MessageObject(
+        id=message_id,
+        sender_id=sender_id,
+        content=rendered if markdown else content,
+        content_type="text/html" if markdown else "text/x-markdown",
+        recipient_id=recipient_id,
+        timestamp=date_sent,
+        client=client,
+        subject=display_topic(topic, formats.allow_empty_topic_name) if in_channel else "",
+        topic_links=linkify.shared_topic_links(linkifiers, topic) if in_channel else _NOTHING,
+        is_me_message=bool(me),
+        reactions=_reactions(known, reactions) if reactions is not None else _NOTHING,
+        submessages=_NOTHING,  # widgets (polls, todo lists) are not supported
+        sender_full_name=sender.full_name,
+        sender_email=sender.email,
+        sender_realm_str="",
+        display_recipient=known.channel_name(channel_id) if in_channel else _participants(known, recipient_id),
+        type="stream" if in_channel else "private",
+        avatar_url=None if formats.client_gravatar and sender.gravatar_null else sender.avatar_url,
+        stream_id=channel_id if in_channel else UNSET,
+        last_edit_timestamp=UNSET if edited is None else edited,
+        last_moved_timestamp=UNSET if moved is None else moved,
+        edit_history=_edit_history(history, formats.allow_empty_topic_name) if history is not None and allow_history
+        else UNSET,
+        flags=flag_list(bits) if with_flags else UNSET,
+    )  # fmt: skip
 
 
 def _reactions(known: Directory, packed: str) -> list[dict[str, Any]]:
@@ -164,7 +207,8 @@ def message_objects(
     Who views them does not change the objects: only their flags, which the rows carry.
     """
     tuples = [tuple(row[name] for name in _ROW_NAMES) for row in rows]
-    return message_tuple_objects(tx, tuples, Formats(apply_markdown, client_gravatar, allow_empty_topic_name))
+    objects = message_tuple_objects(tx, tuples, Formats(apply_markdown, client_gravatar, allow_empty_topic_name))
+    return [as_dict(obj) for obj in objects]
 
 
 def event_message_object(tx: Tx, message_id: int) -> dict[str, Any]:
@@ -172,4 +216,4 @@ def event_message_object(tx: Tx, message_id: int) -> dict[str, Any]:
     row = tx.one(f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id = ?", (message_id,))
     assert row is not None
     formats = Formats(apply_markdown=True, client_gravatar=False, allow_empty_topic_name=True)
-    return unflagged_objects(directory(tx), linkify.current(tx), [tuple(row)], formats)[0]
+    return as_dict(unflagged_objects(directory(tx), linkify.current(tx), [tuple(row)], formats)[0])
