@@ -50,7 +50,7 @@ class QueryBudgetExceeded(Exception):
 class Tx:
     """One open transaction: SQL helpers, the clock, and events waiting for the commit."""
 
-    __slots__ = ("conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred")
+    __slots__ = ("conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred", "directory_checked")
 
     def __init__(
         self,
@@ -68,6 +68,7 @@ class Tx:
         self.cpu_clock = cpu_clock
         # user_messages rows not inserted yet (shared by the calls of one batch): insert_user_messages.
         self.deferred: list[tuple[int, int, int]] = [] if deferred is None else deferred
+        self.directory_checked = False  # storage/directory.py: the connection's copies checked in this transaction
 
     def insert_user_messages(self, rows: Iterable[tuple[int, int, int]]) -> None:
         """Insert (user_id, message_id, flags) rows before the COMMIT, together with the transaction's others.

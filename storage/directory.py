@@ -315,9 +315,14 @@ def directory(tx: Tx) -> Directory:
     if not hasattr(conn, "directory"):
         return Directory(conn)
     found: Directory | None = conn.directory
+    if found is not None and tx.directory_checked:  # data_version once per transaction: its snapshot stays
+        if found.pending and found.settle not in tx.after_commit:
+            tx.after_commit.append(found.settle)
+        return found
     if found is None or (not found.installed and conn.execute(COUNT_TRIGGERS).fetchone()[0] != TRIGGER_COUNT):
         found = install(tx)
     found.check(tx)
+    tx.directory_checked = found.installed
     return found
 
 

@@ -8,6 +8,7 @@ encoding the objects message_objects returns (tests/test_message_cache.py compar
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import msgspec
 from storage import linkify
 from storage.db import Tx
 from storage.directory import Directory, directory
-from storage.message_cache import closing_tail, flags_tail, highlights, join, key, prefix, shape_of
+from storage.message_cache import FORMAT_BITS, closing_tail, flags_tail, highlights, join, key, prefix, shape_of
 from storage.message_objects import MESSAGE_COLUMNS, Formats, unflagged_objects
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.topics import display_topic
@@ -42,14 +43,16 @@ def encoded_page(
         cache.linkifier_key = linkifiers.key
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
     entries, touch = cache.entries, cache.entries.move_to_end
-    keys = [key(row[0], shape) for row in rows]
+    keys = [(row[0] << FORMAT_BITS) | shape for row in rows]  # message_cache.key, inlined
     prefixes: list[bytes | None] = list(map(entries.get, keys))
-    missing = []
-    for row, entry_key, found in zip(rows, keys, prefixes, strict=True):
-        if found is None:
-            missing.append(row[0])
-        else:
-            touch(entry_key)
+    if None in prefixes:
+        missing = [row[0] for row, found in zip(rows, prefixes, strict=True) if found is None]
+        for entry_key, found in zip(keys, prefixes, strict=True):
+            if found is not None:
+                touch(entry_key)
+    else:
+        missing = []
+        deque(map(touch, keys), maxlen=0)  # every one a hit: each becomes the most recently used
     cache.hits += len(rows) - len(missing)
     cache.misses += len(missing)
     if missing:
@@ -70,13 +73,25 @@ def encoded_page(
 
 
 def _join_closed(rows: Sequence[tuple[Any, ...]], prefixes: list[bytes]) -> msgspec.Raw:
-    """join() of each prefix with its closing flags tail, in one copy of the bytes."""
-    pieces = [b"["]
-    add = pieces.extend
-    for row, found in zip(rows, prefixes, strict=True):
-        add((found, closing_tail(row[1]), b","))
-    pieces[-1] = b"]"
+    """join() of each prefix with its closing flags tail and a comma, in one copy of the bytes."""
+    flag_sets = [row[1] for row in rows]
+    tails = [_comma_tails.get(bits) or _comma_tail(bits) for bits in flag_sets]
+    pieces: list[bytes] = [b""] * (2 * len(prefixes))
+    pieces[0::2] = prefixes
+    pieces[1::2] = tails
+    pieces[-1] = closing_tail(flag_sets[-1])  # the last object has no comma after it
+    pieces[0] = b"[" + pieces[0]
+    pieces.append(b"]")
     return msgspec.Raw(b"".join(pieces))
+
+
+_comma_tails: dict[int | None, bytes] = {}
+
+
+def _comma_tail(bits: int | None) -> bytes:
+    """closing_tail(bits) and the comma before the next object."""
+    found = _comma_tails[bits] = closing_tail(bits) + b","
+    return found
 
 
 def _encode_missing(
@@ -86,4 +101,4 @@ def _encode_missing(
         f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
         (msgspec.json.encode(message_ids).decode(),),
     )
-    return [(obj["id"], prefix(obj)) for obj in unflagged_objects(known, linkifiers, rows, formats)]
+    return [(obj.id, prefix(obj)) for obj in unflagged_objects(known, linkifiers, rows, formats)]

@@ -7,6 +7,7 @@ range parameters, whatever their values.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import json
 from typing import Any
@@ -17,7 +18,7 @@ from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
 from storage.message_encoded import ID_COLUMNS, SEARCH_COLUMNS, encoded_page
-from storage.message_objects import RENDERED, ROW_COLUMNS, Formats, message_tuple_objects
+from storage.message_objects import RENDERED, ROW_COLUMNS, Formats, MessageObject, message_tuple_objects
 from storage.narrow import (
     MUTED_SQL,
     MUTED_TOPIC_SQL,
@@ -219,7 +220,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     """Return the GET /messages response body (without result/msg).
 
     With `cache_bytes` (the encoded-message cache's bound), `messages` is the encoded array
-    (msgspec.Raw) assembled from that cache (storage/message_encoded.py); without, a list of objects.
+    (msgspec.Raw) assembled from that cache (storage/message_encoded.py); without, a list of MessageObject.
     """
     terms = parse_narrow(request.narrow)
     check_combination(request)
@@ -242,7 +243,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     )  # fmt: skip
     return {
         "anchor": value,
-        "found_anchor": any(row[0] == value for row in rows),
+        "found_anchor": _holds(rows, value),
         "found_oldest": found_oldest,
         "found_newest": found_newest,
         "history_limited": False,
@@ -267,13 +268,20 @@ def select_range(
         num_after = 0
     comparison = "<= ?" if include_anchor else "< ?"
     before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns)
-    anchor_rows = [row for row in before if row[0] == anchor]
-    before = [row for row in before if row[0] != anchor][:num_before]
+    # Descending and at most the anchor: only the first row can be the anchor.
+    anchor_rows = before[:1] if before and before[0][0] == anchor else []
+    before = before[len(anchor_rows) : len(anchor_rows) + num_before]
     before.reverse()
     after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
     return before + anchor_rows + after, found_oldest, found_newest
+
+
+def _holds(rows: list[tuple[Any, ...]], message_id: int) -> bool:
+    """Whether rows (ascending by id) hold this message."""
+    index = bisect.bisect_left(rows, message_id, key=lambda row: row[0])
+    return index < len(rows) and rows[index][0] == message_id
 
 
 def ids_query(query: Query, message_ids: list[int]) -> Query:
@@ -302,13 +310,13 @@ def _columns(query: Query, cache_bytes: int | None) -> str | None:
 
 def _objects(
     tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
-) -> list[dict[str, Any]] | msgspec.Raw:
+) -> list[MessageObject] | msgspec.Raw:
     formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
     if cache_bytes is not None:
         return encoded_page(tx, rows, formats, query.search_terms, cache_bytes)
     objects = message_tuple_objects(tx, rows, formats)
     if query.search_terms:
         for obj, row in zip(objects, rows, strict=True):
-            obj["match_content"] = highlight_content(row[RENDERED], query.search_terms)
-            obj["match_subject"] = highlight_topic(obj["subject"], query.search_terms)
+            obj.match_content = highlight_content(row[RENDERED], query.search_terms)
+            obj.match_subject = highlight_topic(obj.subject, query.search_terms)
     return objects
