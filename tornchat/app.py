@@ -20,6 +20,7 @@ from storage import push_notifications, push_registration, rerender, users
 from storage import realm as realm_storage
 from storage.db import Database
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
+from tornchat.direct_get import DirectGet, Serve, carries_body
 from tornchat.event_queues import EventQueues, release_garbage_collection
 from tornchat.events import EventBus
 from tornchat.handlers import (
@@ -53,14 +54,12 @@ from tornchat.handlers import (
 from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
 from tornchat.handlers import users as user_handlers
-from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits
+from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, log_access
 from tornchat.openapi import OpenApiHandler
 from tornchat.push_sender import PushSender
 from tornchat.ratelimit import LoginLimiter
 from tornchat.settings import Settings
 from tornchat.write_queue import WriteQueue
-
-access_log = logging.getLogger("tornchat.access")
 
 # A parked long-poll answers with a heartbeat after this long without events (Zulip: 45-55 s).
 HEARTBEAT_SECONDS = 50.0
@@ -208,17 +207,9 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
 ]
 
 
-ACCESS_FORMAT = "%s %s %d %.1fms"
-
-
 def log_request(handler: tornado.web.RequestHandler) -> None:
-    # The record is made directly: Logger.info would also walk the stack for a caller no format shows.
-    if access_log.isEnabledFor(logging.INFO):
-        request = handler.request
-        # The fields stay the record's args (log handlers read them), formatted only when emitted.
-        fields = (request.method, request.path, handler.get_status(), 1000 * request.request_time())
-        record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, ACCESS_FORMAT, fields, None)
-        access_log.handle(record)
+    request = handler.request
+    log_access(request.method or "", request.path, handler.get_status(), request.request_time())
 
 
 class Application(tornado.web.Application):
@@ -228,8 +219,10 @@ class Application(tornado.web.Application):
     route behaves as before; any other path is routed by Tornado.
     """
 
-    def __init__(self, handlers: Any, **settings: Any) -> None:
+    def __init__(self, handlers: Any, direct_gets: dict[str, Serve] | None = None, **settings: Any) -> None:
         super().__init__(handlers, **settings)
+        # path -> serve(request): GETs without a body answered without a RequestHandler (tornchat/direct_get.py)
+        self.direct_gets = direct_gets or {}
         rules = [r for r in self.wildcard_router.rules if isinstance(r.matcher, tornado.routing.PathMatches)]
         self.exact_paths: dict[str, tornado.routing.Rule] = {}
         for rule in rules:
@@ -240,6 +233,9 @@ class Application(tornado.web.Application):
                 self.exact_paths[path] = rule  # only when this rule is what Tornado would pick
 
     def find_handler(self, request: tornado.httputil.HTTPServerRequest, **kwargs: Any) -> Any:
+        direct = self.direct_gets.get(request.path)
+        if direct is not None and request.method == "GET" and not carries_body(request.headers):
+            return DirectGet(request, direct)
         rule = self.exact_paths.get(request.path)
         if rule is not None:
             return self.get_handler_delegate(request, rule.target, rule.target_kwargs)
@@ -254,6 +250,7 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     handlers += web.routes(server_state)  # the web client at / and /static/
     return Application(
         handlers,
+        direct_gets={API + "/messages": messages.direct_get_messages(server_state)},
         default_handler_class=NotFoundHandler,
         default_handler_args={"server": server_state},
         log_function=log_request,

@@ -71,18 +71,7 @@ class BaseHandler(tornado.web.RequestHandler):
             self.user = self.authenticate()
 
     def authenticate(self) -> users.User:
-        header = self.request.headers.get("Authorization")
-        if not header:
-            raise users.unauthorized(NOT_LOGGED_IN)
-        scheme, _, encoded = header.partition(" ")
-        if scheme.lower() != "basic":
-            raise ApiError("This endpoint requires HTTP basic authentication.")
-        try:
-            email, colon, api_key = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
-        except ValueError:  # binascii.Error, non-ASCII header text (latin-1 from Tornado), non-UTF-8 credentials
-            colon = ""
-        if not colon:
-            raise users.unauthorized("Invalid authorization header for basic auth")
+        email, api_key = basic_credentials(self.request.headers.get("Authorization"))
         user = self.server.db.read(users.authenticate, email, api_key, self.server.realm)
         self.server.note_active(user.id)
         return user
@@ -139,12 +128,8 @@ class BaseHandler(tornado.web.RequestHandler):
     # -- responses --------------------------------------------------------------------------
 
     def respond(self, data: dict[str, Any] | None = None) -> None:
-        body: dict[str, Any] = {"result": "success", "msg": ""}
-        if data:
-            body.update(data)
-        if self._ignored:
-            body["ignored_parameters_unsupported"] = self._ignored
-        self.write_json(body)
+        self.set_header("Content-Type", "application/json")
+        self.finish(success_body(data, self._ignored))
 
     def compute_etag(self) -> str | None:
         """No ETag on API responses: Tornado's default hashes every body, and no API client sends If-None-Match."""
@@ -198,6 +183,32 @@ class BaseHandler(tornado.web.RequestHandler):
         else:
             self.set_status(500)
             self.write_json({"result": "error", "msg": "Internal server error", "code": "BAD_REQUEST"})
+
+
+def basic_credentials(header: str | None) -> tuple[str, str]:
+    """(email, API key) of an Authorization header; the API's 401 or 400 when there are none."""
+    if not header:
+        raise users.unauthorized(NOT_LOGGED_IN)
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        raise ApiError("This endpoint requires HTTP basic authentication.")
+    try:
+        email, colon, api_key = base64.b64decode(encoded.strip(), validate=True).decode().partition(":")
+    except ValueError:  # binascii.Error, non-ASCII header text (latin-1 from Tornado), non-UTF-8 credentials
+        colon = ""
+    if not colon:
+        raise users.unauthorized("Invalid authorization header for basic auth")
+    return email, api_key
+
+
+def success_body(data: dict[str, Any] | None, ignored: list[str]) -> bytes:
+    """The success envelope with the endpoint's data and the parameters it ignored, as sent."""
+    body: dict[str, Any] = {"result": "success", "msg": ""}
+    if data:
+        body.update(data)
+    if ignored:
+        body["ignored_parameters_unsupported"] = ignored
+    return _encode(body) + b"\n"
 
 
 def _is_ip(text: str) -> bool:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
+from tornado.httputil import HTTPServerRequest
 
+from storage import users
+from storage.db import Tx
 from storage.message_fetch import FetchRequest, get_messages
 from storage.messages import SendRequest, send_message
-from tornchat.base import BaseHandler
+from storage.users import User
+from tornchat.base import BaseHandler, basic_credentials, success_body
+from tornchat.direct_get import Serve
 from tornchat.params import Params, decode_json_or_text
+
+if TYPE_CHECKING:
+    from tornchat.app import Server
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -63,11 +71,41 @@ class MessagesHandler(BaseHandler):
         self.respond({"id": message_id})
 
     def get(self) -> None:
+        """HEAD, and a GET with a form body; a GET without one is answered by direct_get_messages."""
         p = self.parse()
-        request = msgspec.convert(msgspec.structs.asdict(p), FetchRequest)
-        # `messages` comes encoded from the message cache (storage/message_cache.py) unless it is off.
-        cache_bytes = self.server.settings.message_cache_mib << 20 or None
-        self.respond(self.server.db.read(get_messages, self.user, request, cache_bytes))
+        self.respond(self.server.db.read(fetch_page, self.user, p, self.server.settings.message_cache_mib))
+
+
+def fetch_page(tx: Tx, user: User, p: GetMessages, cache_mib: int) -> dict[str, Any]:
+    request = FetchRequest(**msgspec.structs.asdict(p))
+    # `messages` comes encoded from the message cache (storage/message_cache.py) unless it is off.
+    return get_messages(tx, user, request, cache_mib << 20 or None)
+
+
+def direct_get_messages(server: Server) -> Serve:
+    """GET /messages served by tornchat/direct_get.py: authentication and the page in one read transaction.
+
+    The order of answers is the handler's: credentials, then parameters, then the page.
+    """
+
+    def serve(request: HTTPServerRequest) -> bytes:
+        email, api_key = basic_credentials(request.headers.get("Authorization"))
+        arguments = request.query_arguments
+
+        def argument(name: str) -> str | None:
+            values = arguments.get(name)
+            return values[-1].decode("utf-8", errors="replace") if values else None
+
+        def read(tx: Tx) -> tuple[User, dict[str, Any], list[str]]:
+            user = users.authenticate(tx, email, api_key, server.realm)
+            p, ignored = GET_MESSAGES.parse(argument, list(arguments))
+            return user, fetch_page(tx, user, p, server.settings.message_cache_mib), ignored
+
+        user, data, ignored = server.db.read(read)
+        server.note_active(user.id)
+        return success_body(data, ignored)
+
+    return serve
 
 
 ROUTES = [(r"/messages", MessagesHandler)]
