@@ -237,12 +237,16 @@ class Directory:
         return found
 
     def channel_name(self, channel_id: int) -> str:
+        return str(self.channel_name_map().get(channel_id, ""))
+
+    def channel_name_map(self) -> dict[int, str]:
+        """Channel id -> name, every channel (for callers that look up many; do not change it)."""
         names = self.channel_names
         if names is None:
             names = dict(self.conn.execute("SELECT id, name FROM channels").fetchall())
             if self.keeps("channels", 0) and not any(kind == "channels" for kind, _ in self.pending):
                 self.channel_names = names
-        return str(names.get(channel_id, ""))
+        return names
 
     def unreadable_channel_ids(self, user: User) -> list[int]:
         """channels.unreadable_channel_ids, kept per user until a write to what decides it."""

@@ -169,6 +169,32 @@ def topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:
     return [dict(link) for link in shared_topic_links(linkifiers, topic)]  # copies: callers may change them
 
 
+class TopicLinks(dict[str, list[dict[str, str]]]):
+    """topic -> shared_topic_links for one linkifier set, computed on first lookup (a page's lookups are dict hits)."""
+
+    def __init__(self, linkifiers: LinkifierSet) -> None:
+        super().__init__()
+        self.linkifiers = linkifiers
+
+    def __missing__(self, topic: str) -> list[dict[str, str]]:
+        if len(self) >= TOPIC_LINKS_CACHE_SIZE:
+            self.clear()
+        found = self[topic] = shared_topic_links(self.linkifiers, topic)
+        return found
+
+
+_topic_links_of_set: dict[tuple[str, int], TopicLinks] = {}
+
+
+def topic_links_of(linkifiers: LinkifierSet) -> TopicLinks:
+    """The TopicLinks of this linkifier set (the latest set's only: older ones are dropped)."""
+    found = _topic_links_of_set.get(linkifiers.key)
+    if found is None:
+        _topic_links_of_set.clear()
+        found = _topic_links_of_set[linkifiers.key] = TopicLinks(linkifiers)
+    return found
+
+
 def shared_topic_links(linkifiers: LinkifierSet, topic: str) -> list[dict[str, str]]:
     """topic_links, but the cached list itself: for callers that only encode it, never change it."""
     if not topic:
