@@ -18,7 +18,14 @@ from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
 from storage.message_encoded import ID_COLUMNS, SEARCH_COLUMNS, encoded_page
-from storage.message_objects import RENDERED, ROW_COLUMNS, Formats, MessageObject, message_tuple_objects
+from storage.message_objects import (
+    HTML_ROW_COLUMNS,
+    RENDERED,
+    ROW_COLUMNS,
+    Formats,
+    MessageObject,
+    message_tuple_objects,
+)
 from storage.narrow import (
     MUTED_SQL,
     MUTED_TOPIC_SQL,
@@ -230,7 +237,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     query = build_query(tx, user, terms)
     if anchor is None:
         assert request.message_ids is not None
-        columns = _columns(query, cache_bytes)
+        columns = _columns(query, request, cache_bytes)
         rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, columns)
         body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
         body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
@@ -239,7 +246,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
         tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
-        _columns(query, cache_bytes),
+        _columns(query, request, cache_bytes),
     )  # fmt: skip
     return {
         "anchor": value,
@@ -301,10 +308,10 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
     return result
 
 
-def _columns(query: Query, cache_bytes: int | None) -> str | None:
+def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> str | None:
     """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
     if cache_bytes is None:
-        return ROW_COLUMNS
+        return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
     return SEARCH_COLUMNS if query.search_terms else ID_COLUMNS
 
 

@@ -32,6 +32,8 @@ _FIELDS = (
 MESSAGE_COLUMNS = f"m.id, {_FIELDS}"
 # The tuple message_tuple_objects builds from: (id, flags, sender_id, ..., reactions), flags NULL if historical.
 ROW_COLUMNS = f"m.id, um.flags, {_FIELDS}"
+# The same tuple for apply_markdown=true, which shows rendered_content only: the Markdown source is not read.
+HTML_ROW_COLUMNS = ROW_COLUMNS.replace("m.content,", "NULL AS content,", 1)
 _ROW_NAMES = (
     "id", "flags", "sender_id", "recipient_id", "channel_id", "topic", "content", "rendered_content", "date_sent",
     "client", "is_me_message", "last_edit_timestamp", "last_moved_timestamp", "edit_history", "reactions",
