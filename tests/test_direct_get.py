@@ -370,17 +370,8 @@ async def test_last_active_written_by_direct_get(http_client, base_url, state):
     assert last_active(server, owner.id) == int(server.clock())
 
 
-LAST_ACTIVE_GAP = (
-    "direct_get_messages notes the user active only after a successful page; MessagesHandler does it in"
-    " prepare(), before parsing, so an authenticated request with bad parameters still counts as activity"
-)
-
-
 @pytest.mark.gen_test
-@pytest.mark.parametrize(
-    "path",
-    ["handler", pytest.param("direct", marks=pytest.mark.xfail(reason=LAST_ACTIVE_GAP, strict=True))],
-)
+@pytest.mark.parametrize("path", ["handler", "direct"])
 async def test_last_active_written_by_an_authenticated_request_with_bad_parameters(http_client, base_url, state, path):
     server, owner = state
     send = with_body if path == "handler" else direct
