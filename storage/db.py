@@ -104,6 +104,12 @@ class Tx:
     def all(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
         return self._cursor(sql).execute(sql, params).fetchall()
 
+    def tuples(self, sql: str, params: SqlParams = ()) -> list[tuple[Any, ...]]:
+        """all() as plain tuples: no sqlite3.Row per row (pages of messages read hundreds)."""
+        cursor = self._cursor(sql).cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params).fetchall()
+
     def value(self, sql: str, params: SqlParams = ()) -> Any:
         row = self._cursor(sql).execute(sql, params).fetchone()
         return None if row is None else row[0]
@@ -111,7 +117,7 @@ class Tx:
     def column(self, sql: str, params: SqlParams = ()) -> list[Any]:
         return [row[0] for row in self._cursor(sql).execute(sql, params)]
 
-    def bounded(self, sql: str, params: SqlParams = ()) -> list[sqlite3.Row]:
+    def bounded(self, sql: str, params: SqlParams = ()) -> list[tuple[Any, ...]]:
         """Return every row of a query that may scan far (a narrow), within the transaction's budget.
 
         SQLite's progress handler looks at the CPU clock every PROGRESS_STEPS instructions and
@@ -119,7 +125,7 @@ class Tx:
         SELECT leaves the transaction as it was.
         """
         if self.budget is None:
-            return self.all(sql, params)
+            return self.tuples(sql, params)
         self._cursor(sql)
         clock, started = self.cpu_clock, self.cpu_clock()
         deadline = started + self.budget
@@ -132,7 +138,7 @@ class Tx:
 
         self.conn.set_progress_handler(over_budget, PROGRESS_STEPS)
         try:
-            return self.conn.execute(sql, params).fetchall()
+            return self.tuples(sql, params)
         except sqlite3.OperationalError:
             if stopped:
                 raise QueryBudgetExceeded from None

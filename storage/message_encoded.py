@@ -97,7 +97,7 @@ def _comma_tail(bits: int | None) -> bytes:
 def _encode_missing(
     tx: Tx, known: Directory, linkifiers: linkify.LinkifierSet, message_ids: list[int], formats: Formats
 ) -> list[tuple[int, bytes]]:
-    rows = tx.all(
+    rows = tx.tuples(
         f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
         (msgspec.json.encode(message_ids).decode(),),
     )

@@ -98,8 +98,8 @@ def find_rows(
     if limit is not None and not query.filters and query.driver in ("um", "flag"):
         # Every row of the user's index range matches: the scan stops after `limit` rows, and the
         # budget's progress handler (a Python call every PROGRESS_STEPS instructions) is not needed.
-        return tx.all(sql, params + values)  # type: ignore[return-value]
+        return tx.tuples(sql, params + values)
     try:
-        return tx.bounded(sql, params + values)  # type: ignore[return-value]  # Rows unpack as tuples
+        return tx.bounded(sql, params + values)
     except QueryBudgetExceeded:
         raise ApiError(NARROW_TOO_SLOW) from None
