@@ -11,6 +11,7 @@ import secrets
 import signal
 import ssl
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from storage import accounts, groups
@@ -332,8 +333,28 @@ async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) 
     server_state.close()
 
 
+class LogFormatter(logging.Formatter):
+    """logging's default line, its date and time formatted once per second (every request logs one)."""
+
+    _second = -1
+    _text = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._text = time.strftime(self.default_time_format, self.converter(record.created))
+        return self.default_msec_format % (self._text, record.msecs)
+
+
+def configure_logging() -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(LogFormatter("%(asctime)s %(name)s %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     args = build_parser().parse_args(argv)
     handlers = {
         "serve": command_serve,
