@@ -3,6 +3,7 @@ highlights in a message's HTML and topic (`match_content`, `match_subject`)."""
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -26,13 +27,18 @@ def fts_query(terms: list[str]) -> str:
 
 
 def _pattern(terms: list[str]) -> re.Pattern[str]:
+    return _compiled(tuple(terms))
+
+
+@functools.lru_cache(maxsize=256)  # a search page highlights its 100 messages with the same terms
+def _compiled(terms: tuple[str, ...]) -> re.Pattern[str]:
     # A term matches a word that starts with it, as the stemming search finds "sending" for "send".
     alternatives = "|".join(re.escape(html.escape(t, quote=False)) for t in sorted(terms, key=len, reverse=True))
     return re.compile(rf"\b(?:{alternatives})\w*", re.IGNORECASE)
 
 
 def _mark(text: str, pattern: re.Pattern[str]) -> str:
-    return pattern.sub(lambda m: f'<span class="highlight">{m.group(0)}</span>', text)
+    return pattern.sub(r'<span class="highlight">\g<0></span>', text)
 
 
 def highlight_content(rendered: str, terms: list[str]) -> str:
