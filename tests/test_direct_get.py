@@ -4,6 +4,7 @@ Each comparison sends the same parameters twice: in the query string of a body-l
 and as a form body of a GET (the RequestHandler), then compares status, body and header names.
 """
 
+# ruff: noqa: F811  (the fixtures `state` and `app` come from tests/test_app_inprocess.py)
 from __future__ import annotations
 
 import base64
@@ -19,31 +20,14 @@ from tornado import httputil
 from storage import users
 from storage.errors import ApiError
 from storage.user_changes import deactivate_user
-from tests.helpers import FakeClock
-from tornchat.app import Server, make_app
-from tornchat.bootstrap import bootstrap
+from tests.test_app_inprocess import app, state  # noqa: F401
 from tornchat.direct_get import carries_body
 from tornchat.handlers import messages
-from tornchat.settings import Settings
 
 PATH = "/api/v1/messages"
 NEWEST = {"anchor": "newest", "num_before": "10", "num_after": "0"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 INTERNAL_ERROR = b'{"result":"error","msg":"Internal server error","code":"BAD_REQUEST"}\n'
-
-
-@pytest.fixture
-def state(tmp_path):
-    settings = Settings(data_dir=str(tmp_path / "data"), site="http://127.0.0.1:9991")
-    owner = bootstrap(settings, "owner@example.com", "pw-123456")
-    server = Server(settings, clock=FakeClock())
-    yield server, owner
-    server.close()
-
-
-@pytest.fixture
-def app(state):
-    return make_app(state[0])
 
 
 def auth(email: str, api_key: str, scheme: str = "Basic") -> dict[str, str]:
