@@ -4,6 +4,7 @@ Starts `tornchat serve` and the floor on the same data directory, sends both eve
 benchmark (bench/get_messages_vs_floor.py's 1,000 per case) and compares the response bodies;
 prints the first difference of each case that has one. Exit status 1 if any differs.
 Usage: python bench/floor_check.py [--shape real|old] [--messages N] [--data DIR] [--limit N]
+                                   [--message-cache-mib N]   (0: tornchat without its message cache)
 """
 
 from __future__ import annotations
@@ -26,11 +27,21 @@ def first_difference(a: bytes, b: bytes) -> str:
     )
 
 
-def check(data: str, requests: dict[str, list[tuple[str, str]]], port: int, work: str, limit: int = 0) -> bool:
-    """Fetch every request from both servers (one after the other) and compare; True if all are equal."""
+def check(
+    data: str,
+    requests: dict[str, list[tuple[str, str]]],
+    port: int,
+    work: str,
+    limit: int = 0,
+    cache_mib: int | None = None,
+) -> bool:
+    """Fetch every request from both servers (one after the other) and compare; True if all are equal.
+
+    cache_mib: tornchat's --message-cache-mib (None: its default).
+    """
     bodies: dict[str, list[tuple[int, bytes]]] = {}
     for offset, kind in enumerate(("tornchat", "floor")):
-        process = start_server(kind, data, port + offset, os.path.join(work, f"{kind}.log"))
+        process = start_server(kind, data, port + offset, os.path.join(work, f"{kind}.log"), cache_mib)
         try:
             for name, rows in requests.items():
                 chosen = rows[:limit] if limit else rows
@@ -68,10 +79,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="requests per case (default: all 1,000)")
     parser.add_argument("--port", type=int, default=9931)
     parser.add_argument("--work", default="/tmp/tornchat-vs-floor")
+    parser.add_argument("--message-cache-mib", type=int, help="tornchat's encoded-message cache (0: off)")
     args = parser.parse_args()
     settings = prepare_data(args.shape, args.messages, args.data)
     os.makedirs(args.work, exist_ok=True)
-    ok = check(settings.data_dir, make_requests(settings.database_path), args.port, args.work, args.limit)
+    requests = make_requests(settings.database_path)
+    ok = check(settings.data_dir, requests, args.port, args.work, args.limit, args.message_cache_mib)
     sys.exit(0 if ok else 1)
 
 

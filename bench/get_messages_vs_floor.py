@@ -250,7 +250,7 @@ def main() -> None:
     if not args.no_check:
         import floor_check
 
-        if not floor_check.check(data, requests, args.port, args.work):
+        if not floor_check.check(data, requests, args.port, args.work, cache_mib=args.message_cache_mib):
             raise SystemExit("the floor's answers differ from tornchat's: not measuring")
     runs: dict[str, dict[str, list[tuple]]] = {kind: {name: [] for name in files} for kind in SERVERS}
     for pair in range(args.pairs):
