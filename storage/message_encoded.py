@@ -18,20 +18,20 @@ from storage import linkify
 from storage.db import Tx
 from storage.directory import Directory, directory
 from storage.message_cache import FORMAT_BITS, closing_tail, flags_tail, highlights, join, key, prefix, shape_of
-from storage.message_objects import MESSAGE_COLUMNS, Formats, unflagged_objects
+from storage.message_objects import CHANNEL_ID, MESSAGE_COLUMNS, RENDERED, TOPIC, Formats, unflagged_objects
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.topics import display_topic
 
-# What the page's query selects: (id, flags), narrow_select's default (None), or, with search terms,
-# (id, flags, rendered_content, topic, channel_id).
+# What the page's query selects: (id, flags), narrow_select's default (None). With search terms it
+# selects whole rows (message_objects.ROW_COLUMNS): the highlights read rendered_content, the scan
+# reads each message row anyway, and messages not cached yet are built from those rows.
 ID_COLUMNS = None
-SEARCH_COLUMNS = "m.id, um.flags, m.rendered_content, m.topic, m.channel_id"
 
 
 def encoded_page(
     tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats, search_terms: list[str], limit: int
 ) -> msgspec.Raw:
-    """The `messages` array of rows of ID_COLUMNS (SEARCH_COLUMNS with search terms), oldest first."""
+    """The `messages` array of rows of ID_COLUMNS (ROW_COLUMNS with search terms), oldest first."""
     if not rows:
         return join([])
     known = directory(tx)
@@ -57,7 +57,12 @@ def encoded_page(
     cache.misses += len(missing)
     if missing:
         keep = not known.pending  # nothing read while a reported write may be uncommitted
-        fresh = dict(_encode_missing(tx, known, linkifiers, missing, formats))
+        if search_terms:  # whole rows: build the missing messages from them
+            wanted = set(missing)
+            unflagged = [(row[0], *row[2:]) for row in rows if row[0] in wanted]
+            fresh = {obj.id: prefix(obj) for obj in unflagged_objects(known, linkifiers, unflagged, formats)}
+        else:
+            fresh = dict(_encode_missing(tx, known, linkifiers, missing, formats))
         if keep:
             for message_id, encoded in fresh.items():
                 cache.put(key(message_id, shape), encoded)
@@ -66,8 +71,8 @@ def encoded_page(
         return _join_closed(rows, prefixes)  # type: ignore[arg-type]
     parts = []
     for row, found in zip(rows, prefixes, strict=True):
-        subject = display_topic(row[3], formats.allow_empty_topic_name) if row[4] is not None else ""
-        marks = highlights(highlight_content(row[2], search_terms), highlight_topic(subject, search_terms))
+        subject = display_topic(row[TOPIC], formats.allow_empty_topic_name) if row[CHANNEL_ID] is not None else ""
+        marks = highlights(highlight_content(row[RENDERED], search_terms), highlight_topic(subject, search_terms))
         parts.append(found + flags_tail(row[1]) + marks + b"}")  # type: ignore[operator]
     return join(parts)
 

@@ -17,7 +17,7 @@ import msgspec
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
-from storage.message_encoded import ID_COLUMNS, SEARCH_COLUMNS, encoded_page
+from storage.message_encoded import ID_COLUMNS, encoded_page
 from storage.message_objects import (
     HTML_ROW_COLUMNS,
     RENDERED,
@@ -310,9 +310,9 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
 
 def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> str | None:
     """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
-    if cache_bytes is None:
+    if cache_bytes is None or query.search_terms:
         return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
-    return SEARCH_COLUMNS if query.search_terms else ID_COLUMNS
+    return ID_COLUMNS
 
 
 def _objects(

@@ -40,6 +40,7 @@ _ROW_NAMES = (
 )  # fmt: skip
 RENDERED = _ROW_NAMES.index("rendered_content")
 TOPIC = _ROW_NAMES.index("topic")
+CHANNEL_ID = _ROW_NAMES.index("channel_id")
 _flag_lists: dict[int, list[str]] = {}
 
 
