@@ -37,8 +37,13 @@ def _compiled(terms: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alternatives})\w*", re.IGNORECASE)
 
 
+def _wrap(match: re.Match[str]) -> str:
+    return f'<span class="highlight">{match.group(0)}</span>'
+
+
 def _mark(text: str, pattern: re.Pattern[str]) -> str:
-    return pattern.sub(r'<span class="highlight">\g<0></span>', text)
+    # A function, not a template: re.sub compiles a template in Python on every call.
+    return pattern.sub(_wrap, text)
 
 
 def highlight_content(rendered: str, terms: list[str]) -> str:
