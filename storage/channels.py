@@ -112,8 +112,8 @@ def is_subscribed(tx: Tx, user_id: int, channel_id: int) -> bool:
 
 def has_content_access(tx: Tx, user: User, channel: Channel, subscribed: bool | None = None) -> bool:
     """Return whether the user may read the channel's messages (and subscribe themselves)."""
-    if channel.is_web_public:
-        return True
+    if channel.is_web_public or not (channel.invite_only or user.is_guest):
+        return True  # public to every member, subscribed or not
     if subscribed if subscribed is not None else is_subscribed(tx, user.id, channel.id):
         return True
     if channel.invite_only:

@@ -19,7 +19,8 @@ from typing import Any
 
 import msgspec
 
-from storage.channels import UNREADABLE_CHANNELS_SQL
+from storage import recipients
+from storage.channels import UNREADABLE_CHANNELS_SQL, Channel, get_channel_by_id
 from storage.db import Tx
 from storage.groups import ROLE_GUEST
 from storage.message_cache import MessageCache
@@ -101,6 +102,8 @@ class Directory:
         self.by_email: dict[str, int] = {}
         self.senders: dict[int, Sender] = {}
         self.channel_names: dict[int, str] | None = None
+        self.channels: dict[int, Channel] = {}
+        self.channel_recipients: dict[int, int] = {}
         self.realm_value: Realm | None = None
         self.edit_history_allowed: bool | None = None
         self.participants: dict[int, list[int]] = {}
@@ -132,11 +135,13 @@ class Directory:
             self.senders.pop(key, None)
         elif kind == "channels":
             self.channel_names = None
+            self.channels.pop(key, None)
         elif kind == "realm":
             self.realm_value, self.edit_history_allowed = None, None
             self.senders.clear()  # dummy emails name the realm's host
         else:
             self.participants.clear()
+            self.channel_recipients.clear()
 
     def check(self, tx: Tx) -> None:
         """Apply other connections' commits; have reported writes settled once this transaction commits."""
@@ -239,6 +244,24 @@ class Directory:
     def channel_name(self, channel_id: int) -> str:
         return str(self.channel_name_map().get(channel_id, ""))
 
+    def channel(self, channel_id: int) -> Channel | None:
+        """channels.get_channel_by_id, kept until a write to that channel."""
+        found = self.channels.get(channel_id)
+        if found is None:
+            found = get_channel_by_id(_Reader(self.conn), channel_id)  # type: ignore[arg-type]
+            if found is not None and self.keeps("channels", channel_id):
+                self.channels[channel_id] = found
+        return found
+
+    def channel_recipient(self, channel_id: int) -> int | None:
+        """The recipient id of a channel (None until something was sent to it), kept once there is one."""
+        found = self.channel_recipients.get(channel_id)
+        if found is None:
+            found = recipients.get_recipient(_Reader(self.conn), recipients.CHANNEL, channel_id)  # type: ignore[arg-type]
+            if found is not None and not any(kind == "recipients" for kind, _ in self.pending):
+                self.channel_recipients[channel_id] = found
+        return found
+
     def channel_name_map(self) -> dict[int, str]:
         """Channel id -> name, every channel (for callers that look up many; do not change it)."""
         names = self.channel_names
@@ -285,13 +308,17 @@ class Directory:
 
 
 class _Reader:
-    """The one Tx method get_realm uses, on the directory's connection."""
+    """The Tx methods get_realm, get_channel_by_id and get_recipient use, on the directory's connection."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
     def one(self, sql: str, params: Any = ()) -> Any:
         return self.conn.execute(sql, params).fetchone()
+
+    def value(self, sql: str, params: Any = ()) -> Any:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
 
 
 def _fold(email: str) -> str:

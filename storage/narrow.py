@@ -24,7 +24,6 @@ import msgspec
 from storage import recipients
 from storage.channels import (
     Channel,
-    get_channel_by_id,
     get_channel_by_name,
     has_content_access,
 )
@@ -221,9 +220,10 @@ def resolve_channel(tx: Tx, operand: Any) -> Channel:
 
     Access is not checked: the base query already limits what the term can select.
     """
-    channel = get_channel_by_name(tx, operand) if isinstance(operand, str) else get_channel_by_id(tx, operand)
+    by_id = directory(tx).channel  # channels.get_channel_by_id, kept
+    channel = get_channel_by_name(tx, operand) if isinstance(operand, str) else by_id(operand)
     if channel is None and isinstance(operand, str) and operand.isdigit() and len(operand) < 19:
-        channel = get_channel_by_id(tx, int(operand))
+        channel = by_id(int(operand))
     if channel is None:
         raise bad_narrow(f"unknown channel {operand}")
     return channel
@@ -345,7 +345,7 @@ def _channel(b: _Builder, term: Term) -> None:
         if b.query.channel_id is None:
             b.query.channel_id = channel.id
         b.history = readable_history(b.tx, b.user, channel)
-        recipient_id = recipients.get_recipient(b.tx, recipients.CHANNEL, channel.id)
+        recipient_id = directory(b.tx).channel_recipient(channel.id)
         if recipient_id is None:
             b.query.empty = True
         elif b.channel_recipient is None:

@@ -221,3 +221,24 @@ def test_unreadable_channels_follow_subscriptions_and_groups_written_behind_the_
     live.write(lambda tx: tx.executemany("INSERT INTO user_group_members (group_id, user_id) VALUES (?, ?)",
                                          [(g, live.alice.id) for g in held]))  # fmt: skip
     assert narrow_ids(live.alice, []) == [m1, dm]
+
+
+def test_channel_narrows_follow_channel_rows_and_recipients_written_behind_the_back(people):
+    """A channel term's channel and recipient are kept: a channel's first message, and a history
+    setting changed in SQL, show on the very next fetch (by id, and by id as a digit string)."""
+    live = people
+    carol = live.make_user(email="carol@example.com", full_name="Carol")  # subscribed to nothing
+    quiet = make_channel(live, "quiet", [live.owner.id])
+    by_id, by_digits = [{"operator": "channel", "operand": quiet}], [{"operator": "stream", "operand": str(quiet)}]
+    assert narrow_ids(carol, by_id) == []  # nothing sent yet: the channel has no recipient
+    first = post(live, live.owner, "quiet")
+    assert narrow_ids(carol, by_id) == narrow_ids(carol, by_digits) == [first]  # public history
+
+    def set_history_public(public):
+        live.write(lambda tx: tx.execute("UPDATE channels SET history_public_to_subscribers = ? WHERE id = ?",
+                                         (public, quiet)))  # fmt: skip
+
+    set_history_public(0)
+    assert narrow_ids(carol, by_id) == narrow_ids(carol, by_digits) == []  # only her own rows: none
+    set_history_public(1)
+    assert narrow_ids(carol, by_id) == [first]
