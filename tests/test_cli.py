@@ -204,3 +204,27 @@ def test_log_lines_are_loggings_default_format():
         record = logging.LogRecord("tornchat.access", logging.INFO, __file__, 0, "GET %s", ("/x",), None)
         record.created, record.msecs = created, (created - int(created)) * 1000
         assert ours.format(record) == standard.format(record)
+
+
+def test_the_server_garbage_collector_freezes_the_start_and_still_collects_cycles():
+    """tune_garbage_collector (run by `serve` once started), in a process of its own."""
+    script = """
+import gc, weakref
+from tornchat.cli import GC_YOUNG_THRESHOLD, tune_garbage_collector
+tune_garbage_collector()
+assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD and gc.get_freeze_count() > 0
+class Node:
+    pass
+first = Node()
+first.me = first
+alive = weakref.ref(first)
+del first
+for _ in range(2 * GC_YOUNG_THRESHOLD):  # cyclic garbage only: reference counting frees none of it
+    node = Node()
+    node.me = node
+del node
+print("collected" if alive() is None else "kept")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "collected"
