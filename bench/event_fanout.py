@@ -73,8 +73,9 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
         people = server.db.write(setup)
         import gc
 
-        gc.collect()  # as `tornchat serve` does once started (tornchat/cli.py)
-        gc.freeze()
+        from tornchat.cli import tune_garbage_collector
+
+        tune_garbage_collector()  # as `tornchat serve` does once started
         gc.callbacks.append(_gc_timer)  # the time spent in garbage collection (command "gc")
         credentials = [[p.delivery_email, p.api_key] for p in [owner, *people]]
         print(json.dumps({"credentials": credentials}), flush=True)
