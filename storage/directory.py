@@ -50,6 +50,17 @@ INSERT_WHEN = {
     "subscriptions": "NEW.active AND ((SELECT invite_only FROM main.channels WHERE id = NEW.channel_id)"
     f" OR (SELECT role FROM main.users WHERE id = NEW.user_id) = {ROLE_GUEST})",
 }
+# Inserts that no message already sent can show (when the condition holds, or always for None): they
+# are reported as their kind plus ADDED and leave the encoded messages alone. A new channel or recipient
+# has no messages yet; members added to a conversation that has no recipient yet (a new one) neither.
+ADDED = "+"
+ADDED_WHEN = {
+    "channels": None,
+    "recipients": None,
+    "direct_message_group_members": (
+        "NOT EXISTS (SELECT 1 FROM main.recipients WHERE type = 3 AND type_id = NEW.group_id)"
+    ),
+}
 STALE_FUNCTION = "tornchat_stale"
 _DUMMY_EMAIL = re.compile(r"user(\d+)@(.+)", re.IGNORECASE)
 # SQLite's NOCASE folds ASCII letters only: the email index folds the same way.
@@ -72,13 +83,20 @@ def trigger_sql() -> list[str]:
         old, new = (f"OLD.{key}", f"NEW.{key}") if key != "0" else ("0", "0")
         of = f" OF {', '.join(columns)}" if columns else ""
         for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
-            calls = ", ".join(f"{STALE_FUNCTION}('{kind}', {k})" for k in keys)
             name = f"tornchat_directory_{kind}_{table}_{event.split()[0].lower()}"
-            when = f" WHEN {INSERT_WHEN[table]}" if event == "INSERT" and table in INSERT_WHEN else ""
-            found.append(
-                f"CREATE TEMP TRIGGER IF NOT EXISTS {name} AFTER {event} ON main.{table}{when}"
-                f" BEGIN SELECT {calls}; END"
-            )
+            when = INSERT_WHEN.get(table) if event == "INSERT" else None
+            variants = [(name, kind, when)]
+            if event == "INSERT" and table in ADDED_WHEN:
+                added = ADDED_WHEN[table]
+                variants = [(f"{name}_added", kind + ADDED, added)]
+                if added is not None:
+                    variants.append((name, kind, f"NOT ({added})"))
+            for trigger, reported, condition in variants:
+                calls = ", ".join(f"{STALE_FUNCTION}('{reported}', {k})" for k in keys)
+                found.append(
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON main.{table}"
+                    f"{f' WHEN {condition}' if condition else ''} BEGIN SELECT {calls}; END"
+                )
     return found
 
 
@@ -118,6 +136,8 @@ class Directory:
         self.drop(kind, key)
 
     def drop(self, kind: str, key: int) -> None:
+        added = kind.endswith(ADDED)  # new rows that no message shows yet
+        kind = kind.removesuffix(ADDED)
         if kind == "messages":
             self.messages.drop_message(key)
             return
@@ -130,7 +150,8 @@ class Directory:
             self.unreadable.clear()
             if kind == "access":
                 return
-        self.messages.clear()  # what every other kind holds shows in message objects
+        if not added:
+            self.messages.clear()  # what every other kind holds shows in message objects
         if kind == "senders":
             self.senders.pop(key, None)
         elif kind == "channels":
@@ -161,7 +182,13 @@ class Directory:
 
     def keeps(self, kind: str, key: int) -> bool:
         """Whether a value just read may be kept: not while its own write is uncommitted."""
-        return not self.pending or ((kind, key) not in self.pending and (kind, 0) not in self.pending)
+        return not self.pending or not any(
+            found.removesuffix(ADDED) == kind and found_key in (key, 0) for found, found_key in self.pending
+        )
+
+    def writing(self, *kinds: str) -> bool:
+        """Whether a write to any of these kinds is pending (uncommitted, or not settled yet)."""
+        return any(found.removesuffix(ADDED) in kinds for found, _ in self.pending)
 
     # -- users -------------------------------------------------------------------------------
 
@@ -258,7 +285,7 @@ class Directory:
         found = self.channel_recipients.get(channel_id)
         if found is None:
             found = recipients.get_recipient(_Reader(self.conn), recipients.CHANNEL, channel_id)  # type: ignore[arg-type]
-            if found is not None and not any(kind == "recipients" for kind, _ in self.pending):
+            if found is not None and not self.writing("recipients"):
                 self.channel_recipients[channel_id] = found
         return found
 
@@ -267,7 +294,7 @@ class Directory:
         names = self.channel_names
         if names is None:
             names = dict(self.conn.execute("SELECT id, name FROM channels").fetchall())
-            if self.keeps("channels", 0) and not any(kind == "channels" for kind, _ in self.pending):
+            if self.keeps("channels", 0) and not self.writing("channels"):
                 self.channel_names = names
         return names
 
@@ -278,7 +305,7 @@ class Directory:
             found = [
                 row[0] for row in self.conn.execute(UNREADABLE_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
             ]
-            if not any(kind in ("access", "channels") for kind, _ in self.pending):
+            if not self.writing("access", "channels"):
                 self.unreadable[(user.id, user.is_guest)] = found
         return found
 
@@ -302,7 +329,7 @@ class Directory:
             (msgspec.json.encode(missing).decode(),),
         ):
             found[recipient_id].append(user_id)
-        if not any(kind in ("recipients", "groups") for kind, _ in self.pending):
+        if not self.writing("recipients", "groups"):
             self.participants.update(found)
         return found
 
@@ -329,7 +356,7 @@ def _user(row: Any) -> User:
     return msgspec.convert(dict(row), User, strict=False)
 
 
-TRIGGER_COUNT = len(WATCHED) * 3
+TRIGGER_COUNT = len(trigger_sql())
 COUNT_TRIGGERS = "SELECT count(*) FROM sqlite_temp_master WHERE type = 'trigger' AND name LIKE 'tornchat_directory_%'"
 
 

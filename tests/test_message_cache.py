@@ -199,3 +199,37 @@ def test_changing_what_no_message_shows_keeps_the_encoded_messages(org):
     renamed = live.bob.get("/messages", page)
     assert b"Alice Renamed" in renamed.content
     assert live.read(lambda tx: directory(tx).messages.misses) > after[1]  # a shown column: encoded again
+
+
+def test_new_channels_and_conversations_keep_the_encoded_messages(org):
+    """A new channel, a channel's first message and a new conversation change no message already sent:
+    the encoded messages stay. Members added to an existing conversation (in SQL: the API never does)
+    change what its messages show: they are encoded again."""
+    live = org
+    older = [post(live, live.alice, "general", "lunch", "before"), post_direct(live, live.alice, [live.bob.id])]
+    page = {"anchor": str(max(older)), "num_before": "20", "num_after": "0"}
+
+    def misses():
+        return live.read(lambda tx: directory(tx).messages.misses)
+
+    first = live.bob.get("/messages", page)
+    assert first.status_code == 200, first.text
+    before = misses()
+    make_channel(live, "brand-new", [live.owner.id, live.alice.id, live.bob.id])
+    post(live, live.alice, "brand-new", "hello", "the channel's first message")
+    post_direct(live, live.carol, [live.bob.id, live.alice.id], "a new conversation of three")
+    assert live.bob.get("/messages", page).content == first.content
+    assert misses() == before  # nothing encoded again
+
+    def add_member(tx):
+        group = tx.value("SELECT type_id FROM recipients WHERE id = (SELECT recipient_id FROM messages WHERE id = ?)",
+                         (older[1],))  # fmt: skip
+        tx.execute("INSERT INTO direct_message_group_members (group_id, user_id) VALUES (?, ?)",
+                   (group, live.carol.id))  # fmt: skip
+
+    live.write(add_member)
+    after = live.bob.get("/messages", page)
+    [direct] = [m for m in after.json()["messages"] if m["id"] == older[1]]
+    assert sorted(p["id"] for p in direct["display_recipient"]) == sorted([live.alice.id, live.bob.id, live.carol.id])
+    assert misses() > before
+    assert after.content == uncached(live, live.bob, {**page, "num_before": 20, "num_after": 0})
