@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from storage import recipients
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
 from storage.message_access import access_message
@@ -160,12 +161,7 @@ def rewrite_with(tx: Tx, user: User, terms: list[Term]) -> list[Term]:
     kept = [t for t in rest if t.operator not in CONVERSATION_OPERATORS]
     if row["channel_id"] is not None:
         return [Term("channel", row["channel_id"]), Term("topic", row["topic"]), *kept]
-    members = tx.column(
-        "SELECT g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
-        " WHERE r.id = ? ORDER BY g.user_id",
-        (row["recipient_id"],),
-    )
-    return [Term("dm", members), *kept]
+    return [Term("dm", recipients.direct_message_group_members(tx, row["recipient_id"])), *kept]
 
 
 def _names_conversation(terms: list[Term]) -> bool:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from storage import flags, groups, users
 from storage.db import Tx
+from storage.directory import directory
 from storage.realm import Realm, realm_group
 from storage.users import User
 
@@ -91,16 +91,11 @@ def recent_private_conversations(tx: Tx, user: User) -> list[dict[str, Any]]:
 
 
 def conversation_members(tx: Tx, recipient_ids: set[int]) -> dict[int, list[int]]:
-    """Return each direct-message recipient's member ids, ascending (one query for all of them)."""
-    result: dict[int, list[int]] = {r: [] for r in recipient_ids}
-    rows = tx.all(
-        "SELECT r.id, g.user_id FROM recipients AS r JOIN direct_message_group_members AS g ON g.group_id = r.type_id"
-        " WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.id, g.user_id",
-        (json.dumps(sorted(recipient_ids)),),
-    )
-    for row in rows:
-        result[row["id"]].append(row["user_id"])
-    return result
+    """Return each direct-message recipient's member ids, ascending (from the directory: one query for
+    those it does not hold). The lists are shared: do not change them."""
+    known = directory(tx)
+    loaded = known.load_members(list(recipient_ids))
+    return {r: loaded[r] if r in loaded else known.members(r) for r in recipient_ids}
 
 
 def starred_message_ids(tx: Tx, user: User) -> list[int]:
