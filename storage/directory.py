@@ -316,11 +316,16 @@ class Directory:
             found = self.load_members([recipient_id]).get(recipient_id, [])
         return found
 
+    def members_of(self, recipient_ids: list[int]) -> dict[int, list[int]]:
+        """The members, sorted, of each of these conversations (shared lists: do not change them)."""
+        read = self.load_members(recipient_ids)
+        return {r: read[r] if r in read else self.participants[r] for r in recipient_ids}
+
     def load_members(self, recipient_ids: list[int]) -> dict[int, list[int]]:
-        """Read the members of the conversations not yet known, in one query."""
+        """Read the members of the conversations not yet known, in one query; return what it read."""
         missing = sorted({r for r in recipient_ids if r not in self.participants})
         if not missing:
-            return self.participants
+            return {}
         found: dict[int, list[int]] = {r: [] for r in missing}
         for recipient_id, user_id in self.conn.execute(
             "SELECT r.id, m.user_id FROM recipients AS r JOIN direct_message_group_members AS m"

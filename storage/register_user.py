@@ -93,9 +93,7 @@ def recent_private_conversations(tx: Tx, user: User) -> list[dict[str, Any]]:
 def conversation_members(tx: Tx, recipient_ids: set[int]) -> dict[int, list[int]]:
     """Return each direct-message recipient's member ids, ascending (from the directory: one query for
     those it does not hold). The lists are shared: do not change them."""
-    known = directory(tx)
-    loaded = known.load_members(list(recipient_ids))
-    return {r: loaded[r] if r in loaded else known.members(r) for r in recipient_ids}
+    return directory(tx).members_of(list(recipient_ids))
 
 
 def starred_message_ids(tx: Tx, user: User) -> list[int]:
