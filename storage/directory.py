@@ -35,6 +35,7 @@ WATCHED = [
     ("users", "users", "id", [f for f in User.__struct_fields__ if f != "id"]),
     ("senders", "users", "id", SENDER_COLUMNS),
     ("channels", "channels", "id", None),
+    ("channel_names", "channels", "id", ["name"]),  # the one channels column a message shows
     # What decides the channels a user may no longer read (storage/channels.py: UNREADABLE_CHANNELS_SQL).
     ("access", "subscriptions", "0", ["active"]),
     ("access", "user_group_members", "0", None),
@@ -148,15 +149,15 @@ class Directory:
             return
         if kind in ("access", "channels"):
             self.unreadable.clear()
-            if kind == "access":
-                return
+            if kind == "channels":  # any column; a name change also reports "channel_names"
+                self.channels.pop(key, None)
+            return
         if not added:
             self.messages.clear()  # what every other kind holds shows in message objects
         if kind == "senders":
             self.senders.pop(key, None)
-        elif kind == "channels":
+        elif kind == "channel_names":
             self.channel_names = None
-            self.channels.pop(key, None)
         elif kind == "realm":
             self.realm_value, self.edit_history_allowed = None, None
             self.senders.clear()  # dummy emails name the realm's host
@@ -294,7 +295,7 @@ class Directory:
         names = self.channel_names
         if names is None:
             names = dict(self.conn.execute("SELECT id, name FROM channels").fetchall())
-            if self.keeps("channels", 0) and not self.writing("channels"):
+            if not self.writing("channel_names"):
                 self.channel_names = names
         return names
 

@@ -7,9 +7,10 @@ those bytes with a tail per flag set: `{...,"flags":[...]}`, the same bytes as e
 object, whose last keys are flags (and match_content, match_subject).
 
 The cache belongs to a connection's directory (storage/directory.py) and its triggers keep it
-right: a write to a message or its reactions drops that message's entries; a write to users,
-channels, the realm or direct-message conversations, or another linkifier version, drops them
-all, except new rows no message shows yet (a channel, a recipient, a new conversation's members).
+right: a write to a message or its reactions drops that message's entries; a write to what
+messages show of users (storage/directory.py: SENDER_COLUMNS), a channel's name, the realm or
+direct-message conversations, or another linkifier version, drops them all, except new rows no
+message shows yet (a channel, a recipient, a new conversation's members).
 Nothing is kept while a reported write may still be uncommitted. An LRU bounded by bytes.
 """
 

@@ -233,3 +233,24 @@ def test_new_channels_and_conversations_keep_the_encoded_messages(org):
     assert sorted(p["id"] for p in direct["display_recipient"]) == sorted([live.alice.id, live.bob.id, live.carol.id])
     assert misses() > before
     assert after.content == uncached(live, live.bob, {**page, "num_before": 20, "num_after": 0})
+
+
+def test_channel_settings_keep_the_encoded_messages_and_a_rename_does_not(org):
+    """Messages show a channel's name only: its description or privacy leave them encoded."""
+    live = org
+    post(live, live.alice, "general", "lunch", "in general")
+    page = {"anchor": "newest", "num_before": "20", "num_after": "0"}
+
+    def misses():
+        return live.read(lambda tx: directory(tx).messages.misses)
+
+    first = live.bob.get("/messages", page)
+    before = misses()
+    channel = live.channels["general"]
+    assert_success(live.owner.patch(f"/streams/{channel}", {"description": "where everyone is"}))
+    assert_success(live.owner.patch(f"/streams/{channel}", {"is_private": "true"}))
+    assert live.bob.get("/messages", page).content == first.content
+    assert misses() == before
+    assert_success(live.owner.patch(f"/streams/{channel}", {"new_name": "everyone"}))
+    renamed = live.bob.get("/messages", page)
+    assert b'"display_recipient":"everyone"' in renamed.content and misses() > before
