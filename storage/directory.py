@@ -86,19 +86,25 @@ def trigger_sql() -> list[str]:
         for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
             name = f"tornchat_directory_{kind}_{table}_{event.split()[0].lower()}"
             when = INSERT_WHEN.get(table) if event == "INSERT" else None
-            variants = [(name, kind, when)]
+            variants = [(name, kind, [when])]
             if event == "INSERT" and table in ADDED_WHEN:
                 added = ADDED_WHEN[table]
-                variants = [(f"{name}_added", kind + ADDED, added)]
-                if added is not None:
-                    variants.append((name, kind, f"NOT ({added})"))
-            for trigger, reported, condition in variants:
+                variants = [(f"{name}_added", kind + ADDED, [when, added])]
+                if added is not None:  # the other inserts are reported as any write
+                    variants.append((name, kind, [when, f"NOT ({added})"]))
+            for trigger, reported, conditions in variants:
                 calls = ", ".join(f"{STALE_FUNCTION}('{reported}', {k})" for k in keys)
                 found.append(
-                    f"CREATE TEMP TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON main.{table}"
-                    f"{f' WHEN {condition}' if condition else ''} BEGIN SELECT {calls}; END"
+                    f"CREATE TEMP TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON main.{table}{_when(conditions)}"
+                    f" BEGIN SELECT {calls}; END"
                 )
     return found
+
+
+def _when(conditions: list[str | None]) -> str:
+    """A trigger's WHEN clause: all of the conditions given (None: no condition)."""
+    found = [f"({condition})" for condition in conditions if condition is not None]
+    return f" WHEN {' AND '.join(found)}" if found else ""
 
 
 class Directory:

@@ -201,6 +201,10 @@ def test_changing_what_no_message_shows_keeps_the_encoded_messages(org):
     assert live.read(lambda tx: directory(tx).messages.misses) > after[1]  # a shown column: encoded again
 
 
+def cache_misses(live) -> int:
+    return live.read(lambda tx: directory(tx).messages.misses)
+
+
 def test_new_channels_and_conversations_keep_the_encoded_messages(org):
     """A new channel, a channel's first message and a new conversation change no message already sent:
     the encoded messages stay. Members added to an existing conversation (in SQL: the API never does)
@@ -209,17 +213,14 @@ def test_new_channels_and_conversations_keep_the_encoded_messages(org):
     older = [post(live, live.alice, "general", "lunch", "before"), post_direct(live, live.alice, [live.bob.id])]
     page = {"anchor": str(max(older)), "num_before": "20", "num_after": "0"}
 
-    def misses():
-        return live.read(lambda tx: directory(tx).messages.misses)
-
     first = live.bob.get("/messages", page)
     assert first.status_code == 200, first.text
-    before = misses()
+    before = cache_misses(live)
     make_channel(live, "brand-new", [live.owner.id, live.alice.id, live.bob.id])
     post(live, live.alice, "brand-new", "hello", "the channel's first message")
     post_direct(live, live.carol, [live.bob.id, live.alice.id], "a new conversation of three")
     assert live.bob.get("/messages", page).content == first.content
-    assert misses() == before  # nothing encoded again
+    assert cache_misses(live) == before  # nothing encoded again
 
     def add_member(tx):
         group = tx.value("SELECT type_id FROM recipients WHERE id = (SELECT recipient_id FROM messages WHERE id = ?)",
@@ -231,7 +232,7 @@ def test_new_channels_and_conversations_keep_the_encoded_messages(org):
     after = live.bob.get("/messages", page)
     [direct] = [m for m in after.json()["messages"] if m["id"] == older[1]]
     assert sorted(p["id"] for p in direct["display_recipient"]) == sorted([live.alice.id, live.bob.id, live.carol.id])
-    assert misses() > before
+    assert cache_misses(live) > before
     assert after.content == uncached(live, live.bob, {**page, "num_before": 20, "num_after": 0})
 
 
@@ -241,16 +242,13 @@ def test_channel_settings_keep_the_encoded_messages_and_a_rename_does_not(org):
     post(live, live.alice, "general", "lunch", "in general")
     page = {"anchor": "newest", "num_before": "20", "num_after": "0"}
 
-    def misses():
-        return live.read(lambda tx: directory(tx).messages.misses)
-
     first = live.bob.get("/messages", page)
-    before = misses()
+    before = cache_misses(live)
     channel = live.channels["general"]
     assert_success(live.owner.patch(f"/streams/{channel}", {"description": "where everyone is"}))
     assert_success(live.owner.patch(f"/streams/{channel}", {"is_private": "true"}))
     assert live.bob.get("/messages", page).content == first.content
-    assert misses() == before
+    assert cache_misses(live) == before
     assert_success(live.owner.patch(f"/streams/{channel}", {"new_name": "everyone"}))
     renamed = live.bob.get("/messages", page)
-    assert b'"display_recipient":"everyone"' in renamed.content and misses() > before
+    assert b'"display_recipient":"everyone"' in renamed.content and cache_misses(live) > before
