@@ -20,7 +20,7 @@ from storage import push_notifications, push_registration, rerender, users
 from storage import realm as realm_storage
 from storage.db import Database
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
-from tornchat.direct_get import DirectGet, Serve, carries_body
+from tornchat.direct_get import Dispatch, Serve
 from tornchat.event_queues import EventQueues, release_garbage_collection
 from tornchat.events import EventBus
 from tornchat.handlers import (
@@ -232,10 +232,13 @@ class Application(tornado.web.Application):
             if path is not None and handler and first is rule and path not in self.exact_paths:
                 self.exact_paths[path] = rule  # only when this rule is what Tornado would pick
 
+    def start_request(
+        self, server_conn: object, request_conn: tornado.httputil.HTTPConnection
+    ) -> tornado.httputil.HTTPMessageDelegate:
+        """Body-less GETs on direct_gets' paths skip the routing below (tornchat/direct_get.py)."""
+        return Dispatch(self.direct_gets, super().start_request, server_conn, request_conn)
+
     def find_handler(self, request: tornado.httputil.HTTPServerRequest, **kwargs: Any) -> Any:
-        direct = self.direct_gets.get(request.path)
-        if direct is not None and request.method == "GET" and not carries_body(request.headers):
-            return DirectGet(request, direct)
         rule = self.exact_paths.get(request.path)
         if rule is not None:
             return self.get_handler_delegate(request, rule.target, rule.target_kwargs)

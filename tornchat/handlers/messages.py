@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
-from tornado.httputil import HTTPServerRequest
 
 from storage import users
 from storage.db import Tx
@@ -13,7 +12,7 @@ from storage.message_fetch import FetchRequest, get_messages
 from storage.messages import SendRequest, send_message
 from storage.users import User
 from tornchat.base import BaseHandler, basic_credentials, success_body
-from tornchat.direct_get import Serve
+from tornchat.direct_get import DirectRequest, Serve
 from tornchat.params import Params, decode_json_or_text
 
 if TYPE_CHECKING:
@@ -88,7 +87,7 @@ def direct_get_messages(server: Server) -> Serve:
     The order of answers is the handler's: credentials, then parameters, then the page.
     """
 
-    def serve(request: HTTPServerRequest) -> bytes:
+    def serve(request: DirectRequest) -> bytes:
         email, api_key = basic_credentials(request.headers.get("Authorization"))
         arguments = request.query_arguments
 
