@@ -68,6 +68,22 @@ def select_sql(
     return sql, params
 
 
+# Drivers whose index range, joined to user_messages with a LEFT JOIN (history mode), yields a row
+# for every entry: nothing but filters can skip one.
+_HISTORY_RANGES = ("recipient", "topic", "sender", "all")
+
+
+def every_row_matches(query: Query) -> bool:
+    """Whether every row the driving scan reads is a match: no filter is left to test, and no join skips one.
+
+    The user's own rows (um, flag) all match; a message range does in history mode, where a message
+    without the user's row still shows. Outside it the join skips those, and search's MATCH is no range.
+    """
+    if query.driver not in ("um", "flag") and not (query.history and query.driver in _HISTORY_RANGES):
+        return False
+    return not _filters(query)[0]
+
+
 def _filters(query: Query) -> tuple[list[str], list[Any]]:
     """The query's filters and their parameters, less those its driving scan already guarantees."""
     if not query.implied or query.implied_for != (query.driver, query.driver_params):
@@ -95,9 +111,9 @@ def find_rows(
     if query.empty or limit == 0:
         return []
     sql, params = select_sql(query, comparison, descending, limit, columns)
-    if limit is not None and not query.filters and query.driver in ("um", "flag"):
-        # Every row of the user's index range matches: the scan stops after `limit` rows, and the
-        # budget's progress handler (a Python call every PROGRESS_STEPS instructions) is not needed.
+    if limit is not None and every_row_matches(query):
+        # The scan stops after `limit` rows: the budget's progress handler (a Python call every
+        # PROGRESS_STEPS instructions, set and cleared around the statement) is not needed.
         return tx.tuples(sql, params + values)
     try:
         return tx.bounded(sql, params + values)

@@ -67,6 +67,28 @@ def test_queries_that_stop_early_are_not_bounded_by_history(live):
     assert len(body["messages"]) == 1
 
 
+def test_a_range_every_row_of_which_matches_runs_without_the_budget(live):
+    """A channel + topic narrow in history mode stops after its limit: no progress handler, no budget.
+
+    With a filter left to test, or outside history mode (the join then skips messages without the
+    user's row), the scan may walk far and the budget still applies.
+    """
+    add_history(live, 2000)
+    set_budget(live, 0)
+    topic = [{"operator": "channel", "operand": "history"}, {"operator": "topic", "operand": "bulk"}]
+    page = {"anchor": "newest", "num_before": 1000, "num_after": 0}
+    body = assert_success(live.owner.get("/messages", {**page, "narrow": topic}))
+    assert len(body["messages"]) == 1000
+    assert_error(live.owner.get("/messages", {**page, "narrow": topic + NOTHING_MATCHES}), NARROW_TOO_SLOW)
+    private = make_channel(live, "secret", [live.owner.id], invite_only=True, history_public_to_subscribers=False)
+    send_ok(live.owner, private, "first")
+    insert_messages(live, live.owner.id, private, 2000, flags.READ)
+    secret = [{"operator": "channel", "operand": "secret"}, {"operator": "topic", "operand": "bulk"}]
+    assert_error(live.owner.get("/messages", {**page, "narrow": secret}), NARROW_TOO_SLOW)
+    set_budget(live, DEFAULT_QUERY_BUDGET)
+    assert len(assert_success(live.owner.get("/messages", {**page, "narrow": secret}))["messages"]) == 1000
+
+
 @pytest.fixture
 def db(tmp_path):
     database = Database(os.path.join(str(tmp_path), "budget.sqlite3"))
