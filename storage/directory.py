@@ -43,6 +43,7 @@ WATCHED = [
     ("realm", "realm", "0", None),
     ("recipients", "recipients", "0", None),
     ("groups", "direct_message_group_members", "0", None),
+    ("linkifiers", "linkifier_state", "0", None),  # the version storage/linkify.py compiles
     ("messages", "messages", "id", None),  # the encoded messages of storage/message_cache.py
     ("messages", "reactions", "message_id", None),
 ]
@@ -131,6 +132,7 @@ class Directory:
         self.channel_recipients: dict[int, int] = {}
         self.realm_value: Realm | None = None
         self.edit_history_allowed: bool | None = None
+        self.linkifier_version: tuple[str, int] | None = None
         self.participants: dict[int, list[int]] = {}
         self.unreadable: dict[tuple[int, bool], list[int]] = {}
         self.messages.clear()
@@ -164,6 +166,8 @@ class Directory:
             self.senders.pop(key, None)
         elif kind == "channel_names":
             self.channel_names = None
+        elif kind == "linkifiers":
+            self.linkifier_version = None
         elif kind == "realm":
             self.realm_value, self.edit_history_allowed = None, None
             self.senders.clear()  # dummy emails name the realm's host
@@ -196,6 +200,18 @@ class Directory:
     def writing(self, *kinds: str) -> bool:
         """Whether a write to any of these kinds is pending (uncommitted, or not settled yet)."""
         return any(found.removesuffix(ADDED) in kinds for found, _ in self.pending)
+
+    # -- linkifiers --------------------------------------------------------------------------
+
+    def linkifier_state(self) -> tuple[str, int]:
+        """The database's linkifier (token, version): what storage/linkify.py keys its compiled sets on."""
+        found = self.linkifier_version
+        if found is None:
+            token, version = self.conn.execute("SELECT token, version FROM linkifier_state").fetchone()
+            found = (str(token), int(version))
+            if self.keeps("linkifiers", 0):
+                self.linkifier_version = found
+        return found
 
     # -- users -------------------------------------------------------------------------------
 
@@ -361,7 +377,9 @@ class _Reader:
 
 
 def _fold(email: str) -> str:
-    return email.strip().translate(_NOCASE)
+    email = email.strip()
+    # For ASCII text lower() folds exactly what NOCASE does, and much faster than translate().
+    return email.lower() if email.isascii() else email.translate(_NOCASE)
 
 
 def _user(row: Any) -> User:

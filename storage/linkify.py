@@ -95,9 +95,9 @@ def _remember(cache: OrderedDict[K, V], key: K, value: V, size: int) -> V:
 
 def current(tx: Tx) -> LinkifierSet:
     """Return the compiled linkifiers of the database's current version (compiled once per version)."""
-    row = tx.one("SELECT token, version FROM linkifier_state")
-    assert row is not None
-    key = (str(row["token"]), int(row["version"]))
+    from storage.directory import directory  # which builds on modules that build on this one
+
+    key = directory(tx).linkifier_state()
     found = _compiled_sets.get(key)
     if found is not None:
         return found

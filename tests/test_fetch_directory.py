@@ -242,3 +242,20 @@ def test_channel_narrows_follow_channel_rows_and_recipients_written_behind_the_b
     assert narrow_ids(carol, by_id) == narrow_ids(carol, by_digits) == []  # only her own rows: none
     set_history_public(1)
     assert narrow_ids(carol, by_id) == [first]
+
+
+def test_a_linkifier_version_written_behind_the_back_shows_at_once(people):
+    """The directory keeps linkifier_state's version (storage/linkify.py compiles per version): a
+    linkifier added in SQL with its version bump links the next page's topics."""
+    live = people
+    message_id = post(live, live.alice, "general", topic="see #42")
+    assert message_by_id(live.bob, message_id)["topic_links"] == []
+
+    def add_linkifier(tx):
+        tx.execute("INSERT INTO linkifiers (pattern, url_template) VALUES (?, ?)",
+                   (r"#(?P<id>[0-9]+)", "https://tracker.example/{id}"))  # fmt: skip
+        tx.execute("UPDATE linkifier_state SET version = version + 1")
+
+    live.write(add_linkifier)
+    links = message_by_id(live.bob, message_id)["topic_links"]
+    assert links == [{"text": "#42", "url": "https://tracker.example/42"}]

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import base64
 import os
+from typing import Any
 
+import msgspec
 import pytest
 import requests
 
+from storage.errors import ApiError
 from storage.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
 from tests.channel_helpers import make_channel
 from tests.helpers import LiveServer, assert_error, assert_success
-from tornchat.params import MAX_JSON_DEPTH
+from tornchat.params import MAX_JSON_DEPTH, Params
 
 PAGE = {"anchor": "newest", "num_before": 5, "num_after": 0}
 FLAGS_PAGE = {"anchor": "newest", "num_before": 5, "num_after": 0, "op": "add", "flag": "starred"}
@@ -128,6 +131,32 @@ def test_deep_json_in_the_hand_decoded_parameters(live):
     response = live.owner.patch(f"/users/me/subscriptions/{channel}", {"property": "is_muted", "value": nested(1000)})
     assert response.status_code == 400, response.text
     assert response.json()["result"] == "error"
+
+
+class _Json(msgspec.Struct):
+    value: Any = None
+    ids: list[int] | None = None
+
+
+def _parse_json(**raw: str) -> _Json:
+    return Params(_Json).parse(raw.get, list(raw))[0]
+
+
+def test_the_text_shortcuts_decide_as_the_walks_would():
+    """The decoder skips the depth walk for text with few brackets and the 64-bit walk for text
+    without 19 digits in a row: brackets inside strings and long numbers at the edges still decide right."""
+    inside_strings = '["' + "[" * 500 + '", {"k": "' + "{" * 500 + '"}]'
+    assert _parse_json(value=inside_strings).value == ["[" * 500, {"k": "{" * 500}]
+    assert _parse_json(value=nested(MAX_JSON_DEPTH)).value is not None
+    with pytest.raises(ApiError, match="nested too deeply"):
+        _parse_json(value=nested(MAX_JSON_DEPTH + 1))
+    for fits in (2**63 - 1, -(2**63), 10**18, 999_999_999_999_999_999):
+        assert _parse_json(ids=f"[{fits}]").ids == [fits]
+    for too_large in (2**63, -(2**63) - 1, 10**19, 10**30):
+        with pytest.raises(ApiError, match=r"ids\[0\] is too large"):
+            _parse_json(ids=f"[{too_large}]")
+    with pytest.raises(ApiError, match=r'value\[1\]\["n"\] is too large'):
+        _parse_json(value=f'[1, {{"n": {2**64}}}]')
 
 
 # -- Basic authentication: any bytes in the header ------------------------------------------------

@@ -116,7 +116,7 @@ def _converter(name: str, tp: Any) -> Callable[[str], Any]:
 
     def convert_json(raw: str) -> Any:
         value = decode_json(name, raw)
-        overflow = _int64_overflow(value)
+        overflow = _int64_overflow(value) if _LONG_NUMBER.search(raw) else None
         if overflow is not None:
             raise ApiError(f"{name}{overflow} is too large")
         try:
@@ -140,6 +140,8 @@ def _unboxed(error: msgspec.ValidationError) -> str:
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# An integer outside 64 bits has 19 digits or more, in the text as it was sent (JSON has no other spelling).
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
 # Deepest nesting of lists and objects a JSON parameter may have. Real parameters nest a few
 # levels; a deeper value would only be an attack on the recursive code that walks it.
 MAX_JSON_DEPTH = 100
@@ -169,7 +171,9 @@ def _decode_bounded(name: str, raw: str) -> Any:
         return _NOT_JSON
     except RecursionError:  # msgspec stops at the interpreter's recursion limit (~1,000 levels)
         raise _too_deep(name) from None
-    if isinstance(value, (list, dict)) and _depth(value) > MAX_JSON_DEPTH:
+    # Every level opens with a bracket of its own: with few brackets in the text, the walk is not needed.
+    shallow = raw.count("[") + raw.count("{") <= MAX_JSON_DEPTH
+    if isinstance(value, (list, dict)) and not shallow and _depth(value) > MAX_JSON_DEPTH:
         raise _too_deep(name)
     return value
 
