@@ -73,7 +73,7 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
         people = server.db.write(setup)
         import gc
 
-        from tornchat.cli import tune_garbage_collector
+        from tornchat.tuning import tune_garbage_collector
 
         tune_garbage_collector()  # as `tornchat serve` does once started
         gc.callbacks.append(_gc_timer)  # the time spent in garbage collection (command "gc")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -210,7 +211,7 @@ def test_the_server_garbage_collector_freezes_the_start_and_still_collects_cycle
     """tune_garbage_collector (run by `serve` once started), in a process of its own."""
     script = """
 import gc, weakref
-from tornchat.cli import GC_YOUNG_THRESHOLD, tune_garbage_collector
+from tornchat.tuning import GC_YOUNG_THRESHOLD, tune_garbage_collector
 tune_garbage_collector()
 assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD and gc.get_freeze_count() > 0
 class Node:
@@ -228,3 +229,30 @@ print("collected" if alive() is None else "kept")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "collected"
+
+
+MALLOC_PROBE = """
+import ctypes, sys
+class MallInfo2(ctypes.Structure):
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+    _fields_ = [(name, ctypes.c_size_t) for name in names.split()]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+if sys.argv[1] == "tuned":
+    from tornchat.tuning import tune_malloc
+    assert tune_malloc()
+mapped = libc.mallinfo2().hblkhd
+block = bytearray(4 << 20)  # a body of a few thousand messages
+print("mapped" if libc.mallinfo2().hblkhd - mapped >= 4 << 20 else "heap")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+def test_tuned_malloc_serves_large_buffers_from_the_heap():
+    """tune_malloc (run by `serve`): a 4 MB buffer comes from the heap, where glibc alone maps it from the kernel."""
+    found = {}
+    for mode in ("default", "tuned"):
+        done = subprocess.run([sys.executable, "-c", MALLOC_PROBE, mode], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        found[mode] = done.stdout.strip()
+    assert found == {"default": "mapped", "tuned": "heap"}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import secrets
@@ -19,6 +18,7 @@ from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
 from tornchat import FEATURE_LEVEL, __version__
 from tornchat.settings import Settings, load_settings
+from tornchat.tuning import tune_garbage_collector, tune_malloc
 
 if TYPE_CHECKING:
     from storage.backup import Summary
@@ -303,26 +303,6 @@ def _tell_owner_password(settings: Settings, email: str, password: str, from_env
     print(f"Open {settings.site_url.rstrip('/')}/ in a browser and sign in as {email} with that password.", flush=True)
 
 
-# Young-generation threshold of the cyclic garbage collector (Python's default: 700). See tune_garbage_collector.
-GC_YOUNG_THRESHOLD = 50_000
-
-
-def tune_garbage_collector() -> None:
-    """Set the cyclic garbage collector for a server, once its start is done.
-
-    What the start loaded (modules, routes, the realm) lives as long as the process: frozen, the
-    collector's full passes skip it. A page of messages holds thousands of container objects at
-    once (rows, message objects), which reference counting frees when the page is answered; at
-    Python's default young threshold they set off a collection every 700, and a full pass every
-    few pages (issue 12: 6% of the server's time on pages of 5,000). Cycles are still collected,
-    once 50,000 more objects were created than freed.
-    """
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
-
-
 async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) -> None:
     from tornchat.app import Server, make_http_server
 
@@ -334,6 +314,7 @@ async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) 
         raise CommandError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror}") from None
     server_state.start()
     tune_garbage_collector()
+    tune_malloc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
