@@ -8,7 +8,7 @@ returns the success body; DirectGet writes it, or the API's error for whatever i
 the headers Tornado would send and the same access-log line. HEAD, a GET with a body and every
 other method still reach the route's RequestHandler.
 
-Such a GET is picked out when its headers arrive (`dispatch`), before Tornado's routing builds
+Such a GET is picked out when its headers arrive (`Dispatch`), before Tornado's routing builds
 an HTTPServerRequest (which parses the host and copies the query arguments): `serve` reads a
 DirectRequest, which holds only what it needs.
 """
