@@ -81,15 +81,21 @@ def every_row_matches(query: Query) -> bool:
     """
     if query.driver not in ("um", "flag") and not (query.history and query.driver in _HISTORY_RANGES):
         return False
-    return not _filters(query)[0]
+    return len(query.filters) == len(_implied(query))  # each implied entry is one filter
+
+
+def _implied(query: Query) -> list[tuple[int, int, int]]:
+    """The query's implied filters that hold for its current driving scan (none once it changed)."""
+    return query.implied if query.implied_for == (query.driver, query.driver_params) else []
 
 
 def _filters(query: Query) -> tuple[list[str], list[Any]]:
     """The query's filters and their parameters, less those its driving scan already guarantees."""
-    if not query.implied or query.implied_for != (query.driver, query.driver_params):
+    implied = _implied(query)
+    if not implied:
         return query.filters, query.params
     filters, params = list(query.filters), list(query.params)
-    for filter_index, param_index, count in sorted(query.implied, reverse=True):
+    for filter_index, param_index, count in sorted(implied, reverse=True):
         del filters[filter_index]
         del params[param_index : param_index + count]
     return filters, params

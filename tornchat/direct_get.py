@@ -165,5 +165,5 @@ class Dispatch(httputil.HTTPMessageDelegate):
         self.delegate.finish()
 
     def on_connection_close(self) -> None:
-        if self.delegate is not None:  # the connection may close before any headers arrived
+        if self.delegate is not None:  # None only if headers_received raised before choosing one
             self.delegate.on_connection_close()

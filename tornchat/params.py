@@ -172,8 +172,11 @@ def _decode_bounded(name: str, raw: str) -> Any:
     except RecursionError:  # msgspec stops at the interpreter's recursion limit (~1,000 levels)
         raise _too_deep(name) from None
     # Every level opens with a bracket of its own: with few brackets in the text, the walk is not needed.
-    shallow = raw.count("[") + raw.count("{") <= MAX_JSON_DEPTH
-    if isinstance(value, (list, dict)) and not shallow and _depth(value) > MAX_JSON_DEPTH:
+    if (
+        isinstance(value, (list, dict))
+        and raw.count("[") + raw.count("{") > MAX_JSON_DEPTH
+        and _depth(value) > MAX_JSON_DEPTH
+    ):
         raise _too_deep(name)
     return value
 
