@@ -256,3 +256,18 @@ def test_tuned_malloc_serves_large_buffers_from_the_heap():
         assert done.returncode == 0, done.stderr
         found[mode] = done.stdout.strip()
     assert found == {"default": "mapped", "tuned": "heap"}
+
+
+def test_tune_malloc_leaves_other_c_libraries_alone(monkeypatch):
+    """Without glibc (musl, macOS) there is no mallopt to call: nothing is loaded, the answer is False."""
+    from tornchat import tuning
+
+    def no_library(*args):
+        raise AssertionError("no C library may be loaded")
+
+    monkeypatch.setattr(tuning.ctypes, "CDLL", no_library)
+    monkeypatch.setattr(tuning.platform, "libc_ver", lambda: ("musl", "1.2"))
+    assert tuning.tune_malloc() is False
+    monkeypatch.setattr(tuning.platform, "libc_ver", lambda: ("glibc", "2.36"))
+    monkeypatch.setattr(tuning.sys, "platform", "darwin")
+    assert tuning.tune_malloc() is False
