@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
+import socket
 
 import pytest
+import tornado.httputil
+import tornado.iostream
 
 from tests.helpers import FakeClock
-from tornchat.app import Server, make_app
+from tornchat.app import Server, make_app, make_http_server
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
 
@@ -59,3 +63,27 @@ async def test_last_active_written_at_most_every_fifteen_minutes(http_client, ba
     server.clock.advance(15 * 60)
     await http_client.fetch(base_url + "/api/v1/users/me", headers=auth(owner))
     assert last_active() == int(server.clock())
+
+
+@pytest.mark.gen_test
+async def test_tcp_nodelay_stays_on_between_requests(state):
+    """tornchat.http_edge.HTTPServer sets TCP_NODELAY once; Tornado's own server clears it after each request."""
+    server, owner = state
+    http = make_http_server(server)
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = tornado.iostream.IOStream(socket.create_connection(listener.getsockname()))
+    accepted, address = listener.accept()
+    listener.close()
+    http.handle_stream(tornado.iostream.IOStream(accepted), address)
+    head = "".join(f"{name}: {value}\r\n" for name, value in auth(owner).items())
+    try:
+        for _ in range(2):
+            client.write(f"GET /api/v1/users/me HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode())
+            start, _, fields = (await client.read_until(b"\r\n\r\n")).decode("latin-1").partition("\r\n")
+            await client.read_bytes(int(tornado.httputil.HTTPHeaders.parse(fields)["Content-Length"]))
+            assert start.split()[1] == "200"
+        await asyncio.sleep(0.05)  # the server finishes the request after its write: Tornado would turn Nagle back on here
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        client.close()
+        await http.close_all_connections()

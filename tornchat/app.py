@@ -54,7 +54,7 @@ from tornchat.handlers import (
 from tornchat.handlers import realm as realm_handlers
 from tornchat.handlers import settings as settings_handlers
 from tornchat.handlers import users as user_handlers
-from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, log_access
+from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, HTTPServer, log_access
 from tornchat.openapi import OpenApiHandler
 from tornchat.push_sender import PushSender
 from tornchat.ratelimit import LoginLimiter
@@ -270,7 +270,7 @@ def make_http_server(server_state: Server, ssl_context: ssl.SSLContext | None = 
     believes them only from a trusted proxy.
     """
     settings = server_state.settings
-    return tornado.httpserver.HTTPServer(
+    return HTTPServer(
         EdgeLimits(
             make_app(server_state), settings.max_body_size, {API + uploads.UPLOAD_PATH: settings.upload_body_limit}
         ),

@@ -23,6 +23,8 @@ import logging
 import re
 
 import msgspec
+import tornado.httpserver
+import tornado.iostream
 from tornado import httputil
 
 from storage.errors import ApiError
@@ -213,3 +215,24 @@ class _CheckedRequest(httputil.HTTPMessageDelegate):
 
     def on_connection_close(self) -> None:
         self.inner.on_connection_close()
+
+
+class HTTPServer(tornado.httpserver.HTTPServer):
+    """Tornado's HTTPServer with TCP_NODELAY set once per connection instead of twice per request.
+
+    Tornado's HTTP1Connection turns Nagle's algorithm off when a response is finished and back on
+    before the next request: two setsockopt calls (and two lookups of the socket's family) per
+    request, 3% of the server's time on a page of 100 cached messages. Nagle's algorithm holds back
+    a small write until the previous one is acknowledged; it helps a response written in many small
+    pieces. tornchat writes each response whole (head and body in one write, a handler's body at
+    finish, files in 64 KiB pieces), so the option stays on for the connection's life.
+    """
+
+    def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple[str, int]) -> None:
+        stream.set_nodelay(True)  # does nothing on a socket that is not TCP
+        stream.set_nodelay = _nodelay_kept  # type: ignore[method-assign]
+        super().handle_stream(stream, address)
+
+
+def _nodelay_kept(value: bool) -> None:
+    """A stream's set_nodelay once HTTPServer set the option for good."""
