@@ -82,7 +82,7 @@ async def test_tcp_nodelay_stays_on_between_requests(state):
             start, _, fields = (await client.read_until(b"\r\n\r\n")).decode("latin-1").partition("\r\n")
             await client.read_bytes(int(tornado.httputil.HTTPHeaders.parse(fields)["Content-Length"]))
             assert start.split()[1] == "200"
-        await asyncio.sleep(0.05)  # the server finishes the request after its write: Tornado would turn Nagle back on here
+        await asyncio.sleep(0.05)  # the request finishes after its write: Tornado would turn Nagle back on here
         assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         client.close()
