@@ -8,8 +8,8 @@ encoding the objects message_objects returns (tests/test_message_cache.py compar
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -17,7 +17,7 @@ import msgspec
 from storage import linkify
 from storage.db import Tx
 from storage.directory import Directory, directory
-from storage.message_cache import FORMAT_BITS, closing_tail, flags_tail, highlights, join, key, prefix, shape_of
+from storage.message_cache import closing_tail, flags_tail, highlights, join, prefix, shape_of
 from storage.message_objects import CHANNEL_ID, MESSAGE_COLUMNS, RENDERED, TOPIC, Formats, unflagged_objects
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.topics import display_topic
@@ -26,6 +26,7 @@ from storage.topics import display_topic
 # selects whole rows (message_objects.ROW_COLUMNS): the highlights read rendered_content, the scan
 # reads each message row anyway, and messages not cached yet are built from those rows.
 ID_COLUMNS = None
+_first = itemgetter(0)  # a row's message id
 
 
 def encoded_page(
@@ -42,17 +43,8 @@ def encoded_page(
         cache.clear()
         cache.linkifier_key = linkifiers.key
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
-    entries, touch = cache.entries, cache.entries.move_to_end
-    keys = [(row[0] << FORMAT_BITS) | shape for row in rows]  # message_cache.key, inlined
-    prefixes: list[bytes | None] = list(map(entries.get, keys))
-    if None in prefixes:
-        missing = [row[0] for row, found in zip(rows, prefixes, strict=True) if found is None]
-        for entry_key, found in zip(keys, prefixes, strict=True):
-            if found is not None:
-                touch(entry_key)
-    else:
-        missing = []
-        deque(map(touch, keys), maxlen=0)  # every one a hit: each becomes the most recently used
+    prefixes = cache.lookup(shape, map(_first, rows))
+    missing = [row[0] for row, found in zip(rows, prefixes, strict=True) if found is None] if None in prefixes else []
     cache.hits += len(rows) - len(missing)
     cache.misses += len(missing)
     if missing:
@@ -65,7 +57,7 @@ def encoded_page(
             fresh = dict(_encode_missing(tx, known, linkifiers, missing, formats))
         if keep:
             for message_id, encoded in fresh.items():
-                cache.put(key(message_id, shape), encoded)
+                cache.put(shape, message_id, encoded)
         prefixes = [fresh[row[0]] if found is None else found for row, found in zip(rows, prefixes, strict=True)]
     if not search_terms:
         return _join_closed(rows, prefixes)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from storage.directory import directory
-from storage.message_cache import ENTRY_OVERHEAD, MessageCache, key, shape_of
+from storage.message_cache import ENTRY_OVERHEAD, MessageCache, shape_of
 from storage.message_fetch import FetchRequest, get_messages
 from tests.channel_helpers import make_channel
 from tests.get_messages_helpers import add_reaction_row, post, post_direct
@@ -160,15 +160,32 @@ def test_the_cache_is_bounded_by_bytes():
     cache.limit = 10 * (100 + ENTRY_OVERHEAD)
     shape = shape_of(True, True, False)
     for n in range(50):
-        cache.put(key(n, shape), b"x" * 100)
-    assert cache.size <= cache.limit and len(cache.entries) == 10
-    assert cache.get(key(49, shape)) is not None and cache.get(key(0, shape)) is None
-    cache.put(key(49, shape_of(False, False, True)), b"z")
+        cache.put(shape, n, b"x" * 100)
+    assert cache.size <= cache.limit and len(cache) == 10
+    assert cache.get(shape, 49) is not None and cache.get(shape, 0) is None
+    other = shape_of(False, False, True)
+    cache.put(other, 49, b"z")  # the young generation is full: 40-44 go, 45-49 become the old one
     cache.drop_message(49)
-    assert cache.get(key(49, shape)) is None and len(cache.entries) == 8  # both formats of 49 gone
+    assert cache.get(shape, 49) is None and cache.get(other, 49) is None  # both formats of 49 gone
+    assert len(cache) == 4 and cache.size == 4 * (100 + ENTRY_OVERHEAD)
     cache.limit = 0
-    cache.put(key(99, shape), b"y")
-    assert cache.get(key(99, shape)) is None
+    cache.put(shape, 99, b"y")
+    assert cache.get(shape, 99) is None
+
+
+def test_an_entry_used_since_the_last_turnover_survives_the_next():
+    cache = MessageCache()
+    cache.limit = 10 * (100 + ENTRY_OVERHEAD)  # five entries a generation
+    shape = shape_of(True, False, False)
+    for n in range(6):  # the sixth turns the generations over: 0-4 are old
+        cache.put(shape, n, b"x" * 100)
+    assert cache.lookup(shape, [0, 3, 77]) == [b"x" * 100, b"x" * 100, None]  # 0 and 3 move back to the young
+    for n in range(6, 10):  # 5, 0, 3, 6, 7 fill the young; 8 turns them over: 1, 2 and 4 go
+        cache.put(shape, n, b"x" * 100)
+    assert sorted([*cache.young[shape], *cache.old[shape]]) == [0, 3, 5, 6, 7, 8, 9]  # (a get would move them)
+    assert cache.size == len(cache) * (100 + ENTRY_OVERHEAD) <= cache.limit
+    other = shape_of(False, False, False)  # formats share the bound but not the entries
+    assert cache.get(other, 9) is None
 
 
 def test_a_zero_bound_turns_the_cache_off(tmp_path):
@@ -178,7 +195,7 @@ def test_a_zero_bound_turns_the_cache_off(tmp_path):
         message_id = post(server, server.owner, "solo", "t", "hello")
         body = assert_success(server.owner.get("/messages", {"anchor": "newest", "num_before": 5, "num_after": 0}))
         assert [m["id"] for m in body["messages"]][-1] == message_id
-        assert server.read(lambda tx: len(directory(tx).messages.entries)) == 0
+        assert server.read(lambda tx: len(directory(tx).messages)) == 0
     finally:
         server.stop()
 
