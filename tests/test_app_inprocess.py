@@ -14,6 +14,7 @@ import tornado.iostream
 from tests.helpers import FakeClock
 from tornchat.app import Server, make_app, make_http_server
 from tornchat.bootstrap import bootstrap
+from tornchat.http_edge import EdgeLimits, HTTPServer
 from tornchat.settings import Settings
 
 
@@ -87,3 +88,24 @@ async def test_tcp_nodelay_stays_on_between_requests(state):
     finally:
         client.close()
         await http.close_all_connections()
+
+
+@pytest.mark.gen_test(timeout=10)
+async def test_the_header_timeout_closes_a_silent_connection_then_stops_sweeping(state):
+    server, _ = state
+    edge = EdgeLimits(make_app(server), 1024, header_timeout=0.2)
+    http = HTTPServer(edge)
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = tornado.iostream.IOStream(socket.create_connection(listener.getsockname()))
+    accepted, address = listener.accept()
+    listener.close()
+    http.handle_stream(tornado.iostream.IOStream(accepted), address)
+    await asyncio.sleep(0.05)  # the connection's loop starts its first request
+    assert edge.sweeper is not None and len(edge.current) == 1
+    with pytest.raises(tornado.iostream.StreamClosedError):
+        await client.read_bytes(1)  # nothing sent: closed after 0.2-0.25 s
+    for _ in range(100):  # the next sweep finds no connection and stops
+        if edge.sweeper is None:
+            break
+        await asyncio.sleep(0.05)
+    assert edge.sweeper is None and edge.current == {}

@@ -9,10 +9,12 @@ import json
 import logging
 import os
 import socket
+import time
 
 import pytest
 import requests
 
+from tests.events_helpers import Poll, register, send_direct, wait_until_parked
 from tests.helpers import LiveServer, assert_error, assert_success
 from tornchat import cli
 from tornchat.http_edge import HEADER_READ_LIMIT, MAX_HEADER_FIELDS_SIZE, MAX_URL_LENGTH
@@ -170,6 +172,22 @@ def test_a_client_stalling_in_its_headers_is_disconnected(small):
 
 def test_a_client_stalling_in_its_body_is_disconnected(small):
     assert exchange(small, post_head(100) + b"username=a") == b""
+
+
+def test_a_connection_that_never_sends_is_closed(small):
+    assert exchange(small, b"") == b""  # closed by the server well before the exchange's 10 s
+
+
+def test_a_long_poll_outlasting_the_header_timeout_is_answered(small):
+    """The header timeout counts only while a head is awaited: a parked poll is not cut at 0.5 s."""
+    queue_id = register(small.owner)["queue_id"]
+    waiting = Poll(small.owner, queue_id)
+    wait_until_parked(small, queue_id)
+    time.sleep(1.5)  # three header timeouts
+    assert not waiting.done()
+    message_id = send_direct(small.owner, [small.owner.id], "after a long wait")
+    events = assert_success(waiting.result())["events"]
+    assert [(e["type"], e["message"]["id"]) for e in events] == [("message", message_id)]
 
 
 def test_an_idle_keep_alive_connection_is_closed(small):

@@ -272,11 +272,13 @@ def make_http_server(server_state: Server, ssl_context: ssl.SSLContext | None = 
     settings = server_state.settings
     return HTTPServer(
         EdgeLimits(
-            make_app(server_state), settings.max_body_size, {API + uploads.UPLOAD_PATH: settings.upload_body_limit}
+            make_app(server_state),
+            settings.max_body_size,
+            {API + uploads.UPLOAD_PATH: settings.upload_body_limit},
+            header_timeout=settings.header_timeout,
         ),
         max_body_size=settings.max_body_size,
         max_header_size=HEADER_READ_LIMIT,
-        idle_connection_timeout=settings.header_timeout,
         body_timeout=settings.body_timeout,
         ssl_options=ssl_context,
     )
