@@ -95,6 +95,7 @@ async def test_the_header_timeout_closes_a_silent_connection_then_stops_sweeping
     server, _ = state
     edge = EdgeLimits(make_app(server), 1024, header_timeout=0.2)
     http = HTTPServer(edge)
+    assert http.conn_params.header_timeout is None  # no timer per request: the sweep keeps the timeout
     listener = socket.create_server(("127.0.0.1", 0))
     client = tornado.iostream.IOStream(socket.create_connection(listener.getsockname()))
     accepted, address = listener.accept()

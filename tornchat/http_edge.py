@@ -27,6 +27,7 @@ import http
 import logging
 import re
 import time
+from typing import Any
 
 import msgspec
 import tornado.httpserver
@@ -258,7 +259,8 @@ class _CheckedRequest(httputil.HTTPMessageDelegate):
 
 class HTTPServer(tornado.httpserver.HTTPServer):
     """Tornado's HTTPServer with TCP_NODELAY set once per connection instead of twice per request,
-    and a closed connection reported to the application (EdgeLimits forgets it).
+    and a closed connection reported to the application (EdgeLimits forgets it). Where EdgeLimits
+    keeps the header timeout, Tornado keeps none (without one it would time each head out after an hour).
 
     Tornado's HTTP1Connection turns Nagle's algorithm off when a response is finished and back on
     before the next request: two setsockopt calls (and two lookups of the socket's family) per
@@ -267,6 +269,11 @@ class HTTPServer(tornado.httpserver.HTTPServer):
     pieces. tornchat writes each response whole (head and body in one write, a handler's body at
     finish, files in 64 KiB pieces), so the option stays on for the connection's life.
     """
+
+    def initialize(self, *args: Any, **kwargs: Any) -> None:
+        super().initialize(*args, **kwargs)
+        if isinstance(self.request_callback, EdgeLimits) and self.request_callback.header_timeout is not None:
+            self.conn_params.header_timeout = None
 
     def handle_stream(self, stream: tornado.iostream.IOStream, address: tuple[str, int]) -> None:
         stream.set_nodelay(True)  # does nothing on a socket that is not TCP
