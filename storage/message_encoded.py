@@ -26,7 +26,7 @@ from storage.topics import display_topic
 # selects whole rows (message_objects.ROW_COLUMNS): the highlights read rendered_content, the scan
 # reads each message row anyway, and messages not cached yet are built from those rows.
 ID_COLUMNS = None
-_first = itemgetter(0)  # a row's message id
+_first, _second = itemgetter(0), itemgetter(1)  # a row's message id and flags
 
 
 def encoded_page(
@@ -71,24 +71,25 @@ def encoded_page(
 
 def _join_closed(rows: Sequence[tuple[Any, ...]], prefixes: list[bytes]) -> msgspec.Raw:
     """join() of each prefix with its closing flags tail and a comma, in one copy of the bytes."""
-    flag_sets = [row[1] for row in rows]
-    tails = [_comma_tails.get(bits) or _comma_tail(bits) for bits in flag_sets]
+    flag_sets = list(map(_second, rows))
     pieces: list[bytes] = [b""] * (2 * len(prefixes))
     pieces[0::2] = prefixes
-    pieces[1::2] = tails
+    pieces[1::2] = map(_comma_tails.__getitem__, flag_sets)
     pieces[-1] = closing_tail(flag_sets[-1])  # the last object has no comma after it
     pieces[0] = b"[" + pieces[0]
     pieces.append(b"]")
     return msgspec.Raw(b"".join(pieces))
 
 
-_comma_tails: dict[int | None, bytes] = {}
+class _CommaTails(dict[int | None, bytes]):
+    """Flag bits -> closing_tail(bits) and the comma before the next object, made on first use."""
+
+    def __missing__(self, bits: int | None) -> bytes:
+        found = self[bits] = closing_tail(bits) + b","
+        return found
 
 
-def _comma_tail(bits: int | None) -> bytes:
-    """closing_tail(bits) and the comma before the next object."""
-    found = _comma_tails[bits] = closing_tail(bits) + b","
-    return found
+_comma_tails = _CommaTails()
 
 
 def _encode_missing(
