@@ -164,28 +164,29 @@ def test_the_cache_is_bounded_by_bytes():
     assert cache.size <= cache.limit and len(cache) == 10
     assert cache.get(shape, 49) is not None and cache.get(shape, 0) is None
     other = shape_of(False, False, True)
-    cache.put(other, 49, b"z")  # the young generation is full: 40-44 go, 45-49 become the old one
+    cache.put(other, 49, b"z")  # past the bound: 40 goes, the least recently used of the fuller format
     cache.drop_message(49)
     assert cache.get(shape, 49) is None and cache.get(other, 49) is None  # both formats of 49 gone
-    assert len(cache) == 4 and cache.size == 4 * (100 + ENTRY_OVERHEAD)
+    assert len(cache) == 8 and cache.size == 8 * (100 + ENTRY_OVERHEAD)
     cache.limit = 0
     cache.put(shape, 99, b"y")
     assert cache.get(shape, 99) is None
 
 
-def test_an_entry_used_since_the_last_turnover_survives_the_next():
+def test_the_least_recently_used_entries_go_first():
     cache = MessageCache()
-    cache.limit = 10 * (100 + ENTRY_OVERHEAD)  # five entries a generation
-    shape = shape_of(True, False, False)
-    for n in range(6):  # the sixth turns the generations over: 0-4 are old
+    cache.limit = 10 * (100 + ENTRY_OVERHEAD)
+    shape, other = shape_of(True, False, False), shape_of(False, False, False)
+    for n in range(10):
         cache.put(shape, n, b"x" * 100)
-    assert cache.lookup(shape, [0, 3, 77]) == [b"x" * 100, b"x" * 100, None]  # 0 and 3 move back to the young
-    for n in range(6, 10):  # 5, 0, 3, 6, 7 fill the young; 8 turns them over: 1, 2 and 4 go
+    assert cache.lookup(shape, [0, 3, 77]) == [b"x" * 100, b"x" * 100, None]  # 0 and 3: now the most recent
+    for n in range(10, 14):
         cache.put(shape, n, b"x" * 100)
-    assert sorted([*cache.young[shape], *cache.old[shape]]) == [0, 3, 5, 6, 7, 8, 9]  # (a get would move them)
+    assert [n for n in range(14) if n in cache.entries[shape]] == [0, 3, 6, 7, 8, 9, 10, 11, 12, 13]
+    for n in range(3):  # another format: entries go from the one holding the most bytes
+        cache.put(other, n, b"y" * 100)
+    assert list(cache.entries[shape]) == [9, 0, 3, 10, 11, 12, 13] and list(cache.entries[other]) == [0, 1, 2]
     assert cache.size == len(cache) * (100 + ENTRY_OVERHEAD) <= cache.limit
-    other = shape_of(False, False, False)  # formats share the bound but not the entries
-    assert cache.get(other, 9) is None
 
 
 def test_a_zero_bound_turns_the_cache_off(tmp_path):
