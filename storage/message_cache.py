@@ -71,9 +71,6 @@ class MessageCache:
                 entries.move_to_end(message_id)
         return found
 
-    def get(self, shape: int, message_id: int) -> bytes | None:
-        return self.lookup(shape, [message_id])[0]
-
     def put(self, shape: int, message_id: int, value: bytes) -> None:
         if self.limit <= 0:
             return

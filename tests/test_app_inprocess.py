@@ -66,16 +66,22 @@ async def test_last_active_written_at_most_every_fifteen_minutes(http_client, ba
     assert last_active() == int(server.clock())
 
 
-@pytest.mark.gen_test
-async def test_tcp_nodelay_stays_on_between_requests(state):
-    """tornchat.http_edge.HTTPServer sets TCP_NODELAY once; Tornado's own server clears it after each request."""
-    server, owner = state
-    http = make_http_server(server)
+def serve_one_connection(http) -> tuple[tornado.iostream.IOStream, socket.socket]:
+    """A TCP connection handed to `http` as its listener would: (the client's stream, the server's socket)."""
     listener = socket.create_server(("127.0.0.1", 0))
     client = tornado.iostream.IOStream(socket.create_connection(listener.getsockname()))
     accepted, address = listener.accept()
     listener.close()
     http.handle_stream(tornado.iostream.IOStream(accepted), address)
+    return client, accepted
+
+
+@pytest.mark.gen_test
+async def test_tcp_nodelay_stays_on_between_requests(state):
+    """tornchat.http_edge.HTTPServer sets TCP_NODELAY once; Tornado's own server clears it after each request."""
+    server, owner = state
+    http = make_http_server(server)
+    client, accepted = serve_one_connection(http)
     head = "".join(f"{name}: {value}\r\n" for name, value in auth(owner).items())
     try:
         for _ in range(2):
@@ -96,11 +102,7 @@ async def test_the_header_timeout_closes_a_silent_connection_then_stops_sweeping
     edge = EdgeLimits(make_app(server), 1024, header_timeout=0.2)
     http = HTTPServer(edge)
     assert http.conn_params.header_timeout is None  # no timer per request: the sweep keeps the timeout
-    listener = socket.create_server(("127.0.0.1", 0))
-    client = tornado.iostream.IOStream(socket.create_connection(listener.getsockname()))
-    accepted, address = listener.accept()
-    listener.close()
-    http.handle_stream(tornado.iostream.IOStream(accepted), address)
+    client, _ = serve_one_connection(http)
     await asyncio.sleep(0.05)  # the connection's loop starts its first request
     assert edge.sweeper is not None and len(edge.current) == 1
     with pytest.raises(tornado.iostream.StreamClosedError):
