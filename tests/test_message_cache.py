@@ -274,3 +274,18 @@ def test_channel_settings_keep_the_encoded_messages_and_a_rename_does_not(org):
     assert_success(live.owner.patch(f"/streams/{channel}", {"new_name": "everyone"}))
     renamed = live.bob.get("/messages", page)
     assert b'"display_recipient":"everyone"' in renamed.content and cache_misses(live) > before
+
+
+def test_the_envelope_around_an_encoded_page_is_the_encoding_of_the_whole():
+    """success_body joins a trailing msgspec.Raw (a page from the cache) instead of encoding around it."""
+    from tornchat.base import success_body
+
+    page = msgspec.Raw(b'[{"id":1,"content":"x"},{"id":2,"flags":["read"]}]')
+    data = {"anchor": 2, "found_anchor": True, "history_limited": False, "messages": page}
+    for ignored in ([], ["bogus", "other"]):
+        whole = {"result": "success", "msg": "", **data}
+        if ignored:
+            whole["ignored_parameters_unsupported"] = ignored
+        assert success_body(data, ignored) == _encode(whole) + b"\n"
+    assert success_body({"messages": msgspec.Raw(b"[]")}, []) == b'{"result":"success","msg":"","messages":[]}\n'
+    assert success_body(None, []) == b'{"result":"success","msg":""}\n'

@@ -208,6 +208,12 @@ def success_body(data: dict[str, Any] | None, ignored: list[str]) -> bytes:
         body.update(data)
     if ignored:
         body["ignored_parameters_unsupported"] = ignored
+    # A page of messages comes encoded (msgspec.Raw, up to megabytes) as the last field: encoding the
+    # envelope around it and then appending the newline would copy it twice, the join copies it once.
+    name, value = next(reversed(body.items()))
+    if type(value) is msgspec.Raw:
+        del body[name]
+        return b"".join((_encode(body)[:-1], b",", _encode(name), b":", value, b"}\n"))
     return _encode(body) + b"\n"
 
 
