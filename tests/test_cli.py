@@ -193,20 +193,6 @@ def test_invalid_port_setting_is_one_line(tmp_path):
     assert result.stderr.strip().startswith("tornchat: invalid setting")
 
 
-def test_log_lines_are_loggings_default_format():
-    """LogFormatter caches the date and time per second; the lines stay what logging.Formatter writes."""
-    import logging
-
-    from tornchat.cli import LogFormatter
-
-    fmt = "%(asctime)s %(name)s %(message)s"
-    ours, standard = LogFormatter(fmt), logging.Formatter(fmt)
-    for created in (1_800_000_000.25, 1_800_000_000.75, 1_800_000_001.5, 1_800_000_000.125):
-        record = logging.LogRecord("tornchat.access", logging.INFO, __file__, 0, "GET %s", ("/x",), None)
-        record.created, record.msecs = created, (created - int(created)) * 1000
-        assert ours.format(record) == standard.format(record)
-
-
 def test_the_server_garbage_collector_freezes_the_start_and_still_collects_cycles():
     """tune_garbage_collector (run by `serve` once started), in a process of its own."""
     script = """

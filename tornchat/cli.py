@@ -17,6 +17,7 @@ from storage import accounts, groups
 from storage.db import Database, DatabaseTooNew
 from storage.errors import ApiError
 from tornchat import FEATURE_LEVEL, __version__
+from tornchat.log_output import configure_logging
 from tornchat.settings import Settings, load_settings
 from tornchat.tuning import tune_garbage_collector, tune_malloc
 
@@ -171,8 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_backup(args: argparse.Namespace) -> None:
-    import time
-
     from storage.backup import BackupError, create_backup
 
     settings = _settings(args)
@@ -329,26 +328,6 @@ async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) 
     await asyncio.sleep(SHUTDOWN_GRACE_SECONDS)
     await http_server.close_all_connections()
     server_state.close()
-
-
-class LogFormatter(logging.Formatter):
-    """logging's default line, its date and time formatted once per second (every request logs one)."""
-
-    _second = -1
-    _text = ""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
-        second = int(record.created)
-        if second != self._second:
-            self._second = second
-            self._text = time.strftime(self.default_time_format, self.converter(record.created))
-        return self.default_msec_format % (self._text, record.msecs)
-
-
-def configure_logging() -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(LogFormatter("%(asctime)s %(name)s %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
 
 
 def main(argv: list[str] | None = None) -> int:

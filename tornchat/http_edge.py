@@ -27,6 +27,7 @@ import http
 import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -151,14 +152,27 @@ def error_response(status: int, msg: str) -> bytes:
 
 
 ACCESS_FORMAT = "%s %s %d %.1fms"
+# (time.time() of the answer, the line's message) -> None: where `tornchat serve` takes its access
+# lines instead of LogRecords (tornchat/log_output.py, access_lines_to). None: records, as usual.
+AccessWriter = Callable[[float, str], None]
+_access_writer: AccessWriter | None = None
+
+
+def write_access_lines_to(writer: AccessWriter | None) -> None:
+    """Have log_access hand its lines to `writer` (None: back to LogRecords through `access_log`)."""
+    global _access_writer
+    _access_writer = writer
 
 
 def log_access(method: str, path: str, status: int, seconds: float) -> None:
     """The access-log line of an answered request."""
-    # The record is made directly: Logger.info would also walk the stack for a caller no format shows.
     if access_log.isEnabledFor(logging.INFO):
-        # The fields stay the record's args (log handlers read them), formatted only when emitted.
         fields = (method, path, status, 1000 * seconds)
+        if _access_writer is not None:
+            _access_writer(time.time(), ACCESS_FORMAT % fields)
+            return
+        # The record is made directly: Logger.info would also walk the stack for a caller no format
+        # shows. The fields stay the record's args (log handlers read them), formatted only when emitted.
         record = access_log.makeRecord(access_log.name, logging.INFO, __file__, 0, ACCESS_FORMAT, fields, None)
         access_log.handle(record)
 
