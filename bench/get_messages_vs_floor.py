@@ -7,9 +7,10 @@ One command reproduces the table in bench/README.md:
 
 It builds (or reuses) the database of bench/get_messages.py (--shape real|old, --messages N),
 checks that both servers answer every request byte for byte alike (bench/floor_check.py), then
-runs `tornchat serve` and bench/floor_server.py alternately (A B A B, --pairs 3), each in its own
-process, and for each case measures req/s with 50 connections and p50/p99 with one (wrk -t1,
-bench/*.lua rotating 1,000 requests: different users, channels, topics, anchors, search words).
+starts `tornchat serve` and bench/floor_server.py, each in its own process, and measures each
+case on both alternately (A B, then B A in the next of --pairs 3): req/s with 50 connections and
+p50/p99 with one (wrk -t1, bench/*.lua rotating 1,000 requests: different users, channels,
+topics, anchors, search words). Only the server being measured has work at any time.
 Needs wrk (Debian: apt-get install wrk).
 """
 
@@ -191,23 +192,40 @@ def _latency(out: str, percent: str) -> float:
 SERVERS = ("tornchat", "floor")
 
 
-def measure(kind: str, data: str, port: int, files: dict[str, str], args: argparse.Namespace) -> dict[str, tuple]:
-    """Start one server, measure every case (warm-up, 50 connections, then 1), stop it."""
-    process = start_server(kind, data, port, os.path.join(args.work, f"{kind}.log"), args.message_cache_mib)
-    results = {}
+def report(kind: str, name: str, busy: Run, single: Run) -> None:
+    errors = f"  ({busy.errors + single.errors} non-2xx!)" if busy.errors + single.errors else ""
+    print(f"    {kind:<8} {name:<30} {busy.rps:8.1f} req/s   p50 {single.p50:7.2f} ms"
+          f"  p99 {single.p99:7.2f} ms  n={busy.count}/{single.count}{errors}", flush=True)  # fmt: skip
+
+
+def measure_pair(data: str, files: dict[str, str], args: argparse.Namespace, order: tuple[str, ...]) -> dict:
+    """Start both servers, then measure each case on one after the other (warm-up and 50 connections,
+    then 1 connection), in `order`; stop them. Returns {kind: {case: (busy, single)}}.
+
+    Both servers stay up for the whole pair, so the two runs a ratio compares are seconds apart
+    rather than a whole pass over the cases: the machine's load drifts over minutes.
+    """
+    ports = {kind: args.port + offset for offset, kind in enumerate(SERVERS)}
+    processes = {}
+    results: dict[str, dict[str, tuple]] = {kind: {} for kind in SERVERS}
     try:
+        for kind in order:
+            log_path = os.path.join(args.work, f"{kind}.log")
+            processes[kind] = start_server(kind, data, ports[kind], log_path, args.message_cache_mib)
         for name, path in files.items():
-            wrk(port, path, 8, args.warmup)
-            drain(port, path)
-            busy = wrk(port, path, 50, args.duration)
-            drain(port, path)
-            single = wrk(port, path, 1, args.duration)
-            results[name] = (busy, single)
-            errors = f"  ({busy.errors + single.errors} non-2xx!)" if busy.errors + single.errors else ""
-            print(f"    {kind:<8} {name:<30} {busy.rps:8.1f} req/s   p50 {single.p50:7.2f} ms"
-                  f"  p99 {single.p99:7.2f} ms  n={busy.count}/{single.count}{errors}", flush=True)  # fmt: skip
+            busy = {}
+            for kind in order:
+                wrk(ports[kind], path, 8, args.warmup)
+                drain(ports[kind], path)
+                busy[kind] = wrk(ports[kind], path, 50, args.duration)
+                drain(ports[kind], path)
+            for kind in order:
+                single = wrk(ports[kind], path, 1, args.duration)
+                results[kind][name] = (busy[kind], single)
+                report(kind, name, busy[kind], single)
     finally:
-        stop_server(process)
+        for process in processes.values():
+            stop_server(process)
     return results
 
 
@@ -254,9 +272,10 @@ def main() -> None:
             raise SystemExit("the floor's answers differ from tornchat's: not measuring")
     runs: dict[str, dict[str, list[tuple]]] = {kind: {name: [] for name in files} for kind in SERVERS}
     for pair in range(args.pairs):
-        print(f"  pair {pair + 1}/{args.pairs}", flush=True)
-        for offset, kind in enumerate(SERVERS):
-            for name, result in measure(kind, data, args.port + offset, files, args).items():
+        order = SERVERS if pair % 2 == 0 else SERVERS[::-1]  # A B, then B A: neither always goes first
+        print(f"  pair {pair + 1}/{args.pairs} ({' then '.join(order)} on each case)", flush=True)
+        for kind, measured in measure_pair(data, files, args, order).items():
+            for name, result in measured.items():
                 runs[kind][name].append(result)
     cache = "default" if args.message_cache_mib is None else f"{args.message_cache_mib} MiB"
     print(f"load average {os.getloadavg()[0]:.1f} at the end; tornchat's message cache: {cache}")
