@@ -80,14 +80,15 @@ class HeldAccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.flush()
 
     def _flush_scheduled(self) -> bool:
-        """Whether a flush is scheduled on this thread's running loop (now, if it was not): False without one."""
+        """Whether a flush is scheduled on a running loop (now, on this thread's, if none was): False without one."""
+        if self.flush_loop is not None and self.flush_loop.is_running():
+            return True  # (asyncio.get_running_loop costs a system call on Python 3.11: getpid)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False
-        if self.flush_loop is not loop:  # none pending, or one on a loop that has since stopped
-            self.flush_loop = loop
-            loop.call_later(FLUSH_SECONDS, self.flush)
+        self.flush_loop = loop  # none was pending, or one on a loop that has since stopped
+        loop.call_later(FLUSH_SECONDS, self.flush)
         return True
 
     def flush(self) -> None:
