@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from typing import Any
 
 from tornchat import http_edge
 from tornchat.log_output import ACCESS_LOGGER, FLUSH_SECONDS, HELD_LIMIT, LINE_FORMAT, HeldAccessHandler, LogFormatter
@@ -19,6 +20,16 @@ def make_handler() -> tuple[HeldAccessHandler, io.StringIO]:
     handler = HeldAccessHandler(stream)
     handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
     return handler, stream
+
+
+def run(coroutine: Any) -> Any:
+    """Run on a loop of its own, which never becomes the thread's current loop (asyncio.run's would
+    replace, and so drop unclosed, a loop an earlier test left current)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
 
 
 def record(name: str, message: str, level: int = logging.INFO) -> logging.LogRecord:
@@ -43,7 +54,7 @@ def test_access_lines_on_a_loop_are_held_then_written_together_in_order():
         await asyncio.sleep(2 * FLUSH_SECONDS)
         return [held, stream.getvalue()]
 
-    held, later = asyncio.run(main())
+    held, later = run(main())
     assert held == ""
     assert later.splitlines() == [f"tornchat.access GET /{n} 200" for n in range(3)]
     assert handler.held == [] and handler.flush_loop is None
@@ -60,7 +71,7 @@ def test_other_lines_and_warnings_write_what_was_held_before_them():
         handler.handle(record("tornchat", "queue saved"))
         return [first, stream.getvalue()]
 
-    first, second = asyncio.run(main())
+    first, second = run(main())
     assert first.splitlines() == ["tornchat.access GET /a 200", "tornchat.access POST /b 413 refused"]
     assert second.splitlines()[2:] == ["tornchat.access GET /c 200", "tornchat queue saved"]
 
@@ -76,7 +87,7 @@ def test_held_lines_are_written_once_they_reach_the_limit():
             count += 1
         return count, len(stream.getvalue())
 
-    count, written = asyncio.run(main())
+    count, written = run(main())
     line = len(f"tornchat.access GET {path} 200\n")
     assert count == -(-HELD_LIMIT // line)  # the first line that brings the total to the limit
     assert written == count * line
@@ -88,14 +99,14 @@ def test_a_flush_pending_on_a_stopped_loop_does_not_keep_later_lines_held():
     async def log(message: str) -> None:
         handler.handle(record(ACCESS_LOGGER, message))
 
-    asyncio.run(log("GET /first 200"))  # the loop ends before its flush comes due
+    run(log("GET /first 200"))  # the loop ends before its flush comes due
     assert stream.getvalue() == ""
 
     async def second() -> None:
         await log("GET /second 200")
         await asyncio.sleep(2 * FLUSH_SECONDS)
 
-    asyncio.run(second())
+    run(second())
     assert stream.getvalue().splitlines() == ["tornchat.access GET /first 200", "tornchat.access GET /second 200"]
 
 
