@@ -177,3 +177,35 @@ def test_log_lines_are_loggings_default_format():
         one = logging.LogRecord("tornchat.access", logging.INFO, __file__, 0, "GET %s", ("/x",), None)
         one.created, one.msecs = created, (created - int(created)) * 1000
         assert ours.format(one) == standard.format(one)
+
+
+def test_access_lines_skip_records_only_where_nothing_else_would_see_them():
+    from tornchat.log_output import _reaches_only_root
+
+    logger = logging.getLogger("tornchat.test_log_output.access")
+    assert _reaches_only_root(logger)
+    for change, undo in [
+        (lambda: logger.addHandler(logging.NullHandler()), lambda: logger.handlers.clear()),
+        (
+            lambda: logging.getLogger("tornchat").addFilter(logging.Filter("x")),
+            lambda: logging.getLogger("tornchat").filters.clear(),
+        ),
+        (lambda: setattr(logger, "propagate", False), lambda: setattr(logger, "propagate", True)),
+    ]:
+        change()
+        try:
+            assert not _reaches_only_root(logger)
+        finally:
+            undo()
+    assert _reaches_only_root(logger)
+
+
+def test_configure_logging_leaves_a_configured_root_alone():
+    """Under pytest the root logger has handlers: no handler is added and records stay records."""
+    from tornchat.log_output import configure_logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    assert before
+    configure_logging()
+    assert root.handlers == before and http_edge._access_writer is None

@@ -153,7 +153,8 @@ def error_response(status: int, msg: str) -> bytes:
 
 ACCESS_FORMAT = "%s %s %d %.1fms"
 # (time.time() of the answer, the line's message) -> None: where `tornchat serve` takes its access
-# lines instead of LogRecords (tornchat/log_output.py, access_lines_to). None: records, as usual.
+# lines instead of LogRecords (tornchat/log_output.py: configure_logging sets its handler's
+# access_line). None: records, as usual.
 AccessWriter = Callable[[float, str], None]
 _access_writer: AccessWriter | None = None
 

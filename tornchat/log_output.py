@@ -119,10 +119,11 @@ def configure_logging() -> None:
 
 
 def _reaches_only_root(logger: logging.Logger) -> bool:
-    """Whether the logger's records reach the root's handlers and nothing else on the way."""
+    """Whether the logger's records reach the root's handlers and nothing else on the way
+    (levels need no look: log_access asks isEnabledFor first either way)."""
     found: logging.Logger | None = logger
     while found is not None and found.parent is not None:
-        if found.handlers or found.filters or not found.propagate or found.level > logging.INFO:
+        if found.handlers or found.filters or not found.propagate:
             return False
         found = found.parent
     return True
