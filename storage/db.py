@@ -7,6 +7,7 @@ they hand a function to `Database.read` or `Database.write`, which owns the tran
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +42,13 @@ WAL_AUTOCHECKPOINT = 10_000
 PAGE_CACHE_KIB = 256 * 1024
 INSERT_USER_MESSAGES = "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)"
 MMAP_SIZE = 4 << 30
+# A statement that writes user_messages (storage/flag_cache.py keeps flags read from it): INSERT,
+# REPLACE, UPDATE or DELETE naming the table as its target, whatever precedes it (a WITH clause).
+_WRITES_USER_MESSAGES = re.compile(
+    r"\b(?:(?:INSERT|REPLACE)(?:\s+OR\s+\w+)?\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
+    r"\s+(?:main\s*\.\s*)?[\"`\[]?user_messages\b",
+    re.IGNORECASE,
+)
 
 
 class QueryBudgetExceeded(Exception):
@@ -50,7 +58,10 @@ class QueryBudgetExceeded(Exception):
 class Tx:
     """One open transaction: SQL helpers, the clock, and events waiting for the commit."""
 
-    __slots__ = ("conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred", "directory_checked")
+    __slots__ = (
+        "conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred", "directory_checked",
+        "changes_at_begin",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -59,6 +70,7 @@ class Tx:
         budget: float | None = DEFAULT_QUERY_BUDGET,
         cpu_clock: Clock = time.thread_time,
         deferred: list[tuple[int, int, int]] | None = None,
+        changes_at_begin: int | None = None,
     ) -> None:
         self.conn = conn
         self.now = now
@@ -69,6 +81,12 @@ class Tx:
         # user_messages rows not inserted yet (shared by the calls of one batch): insert_user_messages.
         self.deferred: list[tuple[int, int, int]] = [] if deferred is None else deferred
         self.directory_checked = False  # storage/directory.py: the connection's copies checked in this transaction
+        # The connection's total_changes when the transaction began (None: not known, as if written).
+        self.changes_at_begin = changes_at_begin
+
+    def unwritten(self) -> bool:
+        """Whether the transaction has written nothing yet: all it reads is committed."""
+        return self.conn.total_changes == self.changes_at_begin and not self.deferred
 
     def insert_user_messages(self, rows: Iterable[tuple[int, int, int]]) -> None:
         """Insert (user_id, message_id, flags) rows before the COMMIT, together with the transaction's others.
@@ -77,6 +95,9 @@ class Tx:
         so each receiver's b-tree leaves are visited once per transaction instead of once per message
         (~15% of the rows' CPU for a batch of ten messages to 1,000 users). Any statement of the
         transaction that names user_messages inserts them first, so no one reads around them.
+
+        Only rows of messages inserted in the same transaction: no flags of them can have been read
+        before, so storage/flag_cache.py is not told of these rows (every other write is: _cursor).
         """
         self.deferred.extend(rows)
 
@@ -88,9 +109,18 @@ class Tx:
             self.conn.executemany(INSERT_USER_MESSAGES, rows)
 
     def _cursor(self, sql: str) -> sqlite3.Connection:
-        if self.deferred and "user_messages" in sql:
-            self.flush_user_messages()
+        if "user_messages" in sql:
+            if self.deferred:
+                self.flush_user_messages()
+            if not sql.startswith("SELECT") and _WRITES_USER_MESSAGES.search(sql):
+                self.user_messages_written()
         return self.conn
+
+    def user_messages_written(self) -> None:
+        """Flags kept from user_messages (storage/flag_cache.py) may be stale from now on: drop them all."""
+        known = getattr(self.conn, "directory", None)
+        if known is not None:
+            known.flags.clear()
 
     def execute(self, sql: str, params: SqlParams = ()) -> sqlite3.Cursor:
         return self._cursor(sql).execute(sql, params)
@@ -352,10 +382,11 @@ class Database:
     def _run_batch(self, calls: Sequence[Call], indexes: list[int], outcomes: list[Outcome | None]) -> list[int]:
         """One transaction over these calls, their outcomes filled in; return the calls to run again."""
         now, kept, deferred = self.clock(), [], []
+        began = self.conn.total_changes
         self.conn.execute("BEGIN IMMEDIATE")
         for position, index in enumerate(indexes):
             fn, args, kwargs = calls[index]
-            tx = Tx(self.conn, now, self.query_budget, self.cpu_clock, deferred)
+            tx = Tx(self.conn, now, self.query_budget, self.cpu_clock, deferred, began)
             changes, rows = self.conn.total_changes, len(deferred)
             try:
                 result = fn(tx, *args, **kwargs)
@@ -404,7 +435,7 @@ class Database:
             callback()
 
     def _run(self, begin: str, fn: Callable[..., R], args: Any, kwargs: Any) -> R:
-        tx = Tx(self.conn, self.clock(), self.query_budget, self.cpu_clock)
+        tx = Tx(self.conn, self.clock(), self.query_budget, self.cpu_clock, None, self.conn.total_changes)
         self.conn.execute(begin)
         try:
             result = fn(tx, *args, **kwargs)

@@ -22,6 +22,7 @@ import msgspec
 from storage import recipients
 from storage.channels import UNREADABLE_CHANNELS_SQL, Channel, get_channel_by_id
 from storage.db import Tx
+from storage.flag_cache import FlagCache
 from storage.groups import ROLE_GUEST
 from storage.message_cache import MessageCache
 from storage.realm import Realm, get_realm
@@ -116,6 +117,7 @@ class Directory:
         self.pending: set[tuple[str, int]] = set()
         self.data_version = -1
         self.messages = MessageCache()
+        self.flags = FlagCache()  # emptied by the Tx on a write to user_messages (storage/flag_cache.py)
         self.installed = False  # the transaction that created the triggers has committed
         self.reset()
 
@@ -136,6 +138,7 @@ class Directory:
         self.participants: dict[int, list[int]] = {}
         self.unreadable: dict[tuple[int, bool], list[int]] = {}
         self.messages.clear()
+        self.flags.clear()
 
     # -- invalidation ------------------------------------------------------------------------
 

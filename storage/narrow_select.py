@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from storage.db import QueryBudgetExceeded, Tx
+from storage.directory import directory
 from storage.errors import ApiError
 from storage.narrow import IS_FLAG_CONDITIONS, Query
 
@@ -21,17 +24,30 @@ DRIVER_WHERE = {
     "all": "1",
     "fts": "messages_fts MATCH ?",
 }
+# storage/flag_cache.py: a viewer's flags not kept (a kept one is a bit set, or None: no row).
+_MISSING = -1
+FLAGS_OF_SQL = (
+    "SELECT message_id, flags FROM user_messages WHERE user_id = ? AND message_id IN (SELECT value FROM json_each(?))"
+)
 
 
 def select_sql(
-    query: Query, comparison: str, descending: bool, limit: int | None, columns: str | None = None
+    query: Query,
+    comparison: str,
+    descending: bool,
+    limit: int | None,
+    columns: str | None = None,
+    join_viewer: bool = True,
 ) -> tuple[str, list[Any]]:
     """Return SQL and parameters selecting matching messages on one side of an anchor.
 
     `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?"; `columns`
-    what to select from `m` and `um` (default: id, flags).
+    what to select from `m` and `um` (default: id, flags). Without `join_viewer`, a history-mode
+    range reads `m` alone (SQLite keeps an unused LEFT JOIN): `columns` and filters must not name `um`.
     """
-    params: list[Any] = [query.user_id]
+    if not join_viewer:
+        assert query.history and query.driver in HISTORY_RANGES, query.driver
+    params: list[Any] = [query.user_id] if join_viewer else []
     if query.driver in ("um", "flag"):
         order_column = "um.message_id"
         # Without statistics SQLite prefers the primary key to an equally keyed partial index.
@@ -53,6 +69,8 @@ def select_sql(
         order_column = "m.id"
         join = "LEFT JOIN" if query.history else "CROSS JOIN"
         source = f"messages AS m {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
+        if not join_viewer:
+            source = "messages AS m"
         where = [DRIVER_WHERE[query.driver]]
         params.extend(query.driver_params)
     filters, filter_params = _filters(query)
@@ -70,7 +88,7 @@ def select_sql(
 
 # Drivers whose index range, joined to user_messages with a LEFT JOIN (history mode), yields a row
 # for every entry: nothing but filters can skip one.
-_HISTORY_RANGES = ("recipient", "topic", "sender", "all")
+HISTORY_RANGES = ("recipient", "topic", "sender", "all")
 
 
 def every_row_matches(query: Query) -> bool:
@@ -79,7 +97,7 @@ def every_row_matches(query: Query) -> bool:
     The user's own rows (um, flag) all match; a message range does in history mode, where a message
     without the user's row still shows. Outside it the join skips those, and search's MATCH is no range.
     """
-    if query.driver not in ("um", "flag") and not (query.history and query.driver in _HISTORY_RANGES):
+    if query.driver not in ("um", "flag") and not (query.history and query.driver in HISTORY_RANGES):
         return False
     return len(query.filters) == len(_implied(query))  # each implied entry is one filter
 
@@ -125,3 +143,58 @@ def find_rows(
         return tx.bounded(sql, params + values)
     except QueryBudgetExceeded:
         raise ApiError(NARROW_TOO_SLOW) from None
+
+
+def keeps_flags(query: Query, columns: str | None, limit: int | None) -> bool:
+    """Whether find_rows' (id, flags) rows of this query can come from the narrow's index and the cache.
+
+    A history-mode range with nothing left to filter: every message of the index range is a row,
+    flagged or historical, so the range's LIMIT is the page's.
+    """
+    return (
+        columns is None
+        and limit is not None
+        and query.history
+        and query.driver in HISTORY_RANGES
+        and every_row_matches(query)
+    )
+
+
+def find_flagged_rows(
+    tx: Tx,
+    query: Query,
+    comparison: str,
+    values: list[Any],
+    descending: bool,
+    limit: int | None,
+    columns: str | None,
+    entry_limit: int,
+) -> list[tuple[Any, ...]]:
+    """find_rows(...), with the flags of a query keeps_flags accepts taken from the cache where kept."""
+    if not keeps_flags(query, columns, limit) or query.empty or limit == 0:
+        return find_rows(tx, query, comparison, values, descending, limit, columns)
+    cache = directory(tx).flags
+    cache.limit = entry_limit
+    kept = cache.of(query.user_id)
+    storable = tx.unwritten()
+    if kept is None:  # a viewer not seen yet: the usual join, and its flags kept
+        rows = find_rows(tx, query, comparison, values, descending, limit, columns)
+        cache.misses += len(rows)
+        if storable:
+            cache.keep(query.user_id, dict(rows))
+        return rows
+    sql, params = select_sql(query, comparison, descending, limit, "m.id", join_viewer=False)
+    ids = [row[0] for row in tx.tuples(sql, params + values)]
+    flags = [kept.get(message_id, _MISSING) for message_id in ids]
+    if _MISSING in flags:
+        missing = [message_id for message_id, bits in zip(ids, flags, strict=True) if bits == _MISSING]
+        read = dict(tx.tuples(FLAGS_OF_SQL, (query.user_id, msgspec.json.encode(missing).decode())))
+        fresh = {message_id: read.get(message_id) for message_id in missing}
+        cache.misses += len(missing)
+        cache.hits += len(ids) - len(missing)
+        flags = [fresh[message_id] if bits == _MISSING else bits for message_id, bits in zip(ids, flags, strict=True)]
+        if storable:
+            cache.keep(query.user_id, fresh)
+    else:
+        cache.hits += len(ids)
+    return list(zip(ids, flags, strict=True))
