@@ -19,22 +19,15 @@ from storage.narrow import build_query, parse_narrow
 from storage.narrow_select import keeps_flags, select_sql
 from tests.channel_helpers import make_channel, subscribe
 from tests.get_messages_helpers import post
-from tests.helpers import assert_success
-from tests.test_message_cache import http_params, uncached
+from tests.helpers import LiveServer, assert_success, data_dir_for
+from tests.test_message_cache import http_params, make_org, uncached
 
 TOPICS = ["lunch", "deploy", "coffee"]
 
 
 @pytest.fixture
 def org(live):
-    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
-    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
-    live.carol = live.make_user(email="carol@example.com", full_name="Carol")
-    live.people = [live.owner, live.alice, live.bob, live.carol]
-    everyone = [p.id for p in live.people]
-    live.channels = {"general": make_channel(live, "general", everyone),
-                     "random": make_channel(live, "random", [live.owner.id, live.alice.id])}  # fmt: skip
-    return live
+    return make_org(live, in_random=2)  # bob and carol read random as history once subscribed
 
 
 def flag_counts(live) -> tuple[int, int, int]:
@@ -249,3 +242,17 @@ def test_a_topic_page_reads_only_the_topic_index(org):
 
     [step] = live.read(plan)
     assert step.startswith("SEARCH m USING COVERING INDEX messages_by_topic"), step
+
+
+def test_a_zero_message_cache_keeps_no_flags(tmp_path):
+    server = LiveServer(data_dir_for(tmp_path), message_cache_mib=0)
+    try:
+        make_channel(server, "solo", [server.owner.id])
+        message_id = post(server, server.owner, "solo", "t", "hello")
+        page = {"anchor": "newest", "num_before": "5", "num_after": "0",
+                "narrow": '[{"operator": "channel", "operand": "solo"}]'}  # fmt: skip
+        for _ in range(2):
+            assert [m["id"] for m in assert_success(server.owner.get("/messages", page))["messages"]] == [message_id]
+        assert flag_counts(server) == (0, 0, 0)
+    finally:
+        server.stop()

@@ -20,15 +20,20 @@ EMOJI = [("tada", "1f389"), ("heart", "2764"), ("octopus", "1f419")]
 WORDS = ["lunch", "deploy", "coffee", "release", "https://example.com/x"]
 
 
-@pytest.fixture
-def org(live):
+def make_org(live, in_random=4):
+    """Alice, Bob and Carol beside the owner; channels general (all four) and random (the first `in_random`)."""
     live.alice = live.make_user(email="alice@example.com", full_name="Alice")
     live.bob = live.make_user(email="bob@example.com", full_name="Bob")
     live.carol = live.make_user(email="carol@example.com", full_name="Carol")
     live.people = [live.owner, live.alice, live.bob, live.carol]
-    ids = [p.id for p in live.people]
-    live.channels = {name: make_channel(live, name, ids) for name in ("general", "random")}
+    members = {"general": live.people, "random": live.people[:in_random]}
+    live.channels = {name: make_channel(live, name, [p.id for p in people]) for name, people in members.items()}
     return live
+
+
+@pytest.fixture
+def org(live):
+    return make_org(live)
 
 
 def uncached(live, client, params):

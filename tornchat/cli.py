@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--message-cache-mib",
         dest="message_cache_mib",
         type=int,
-        help="MiB of encoded messages GET /messages keeps between fetches; 0 turns the cache off (default 128)",
+        help="MiB of encoded messages GET /messages keeps between fetches, an eighth more for flags;"
+        " 0 turns the caches off (default 128)",
     )
     serve.add_argument("--tls-cert", dest="tls_cert", metavar="FILE", help="serve HTTPS: PEM certificate chain")
     serve.add_argument("--tls-key", dest="tls_key", metavar="FILE", help="the PEM private key of --tls-cert")
