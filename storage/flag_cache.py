@@ -23,6 +23,11 @@ ENTRY_BYTES = 100
 SHARE = 8
 
 
+def entries_for(cache_bytes: int | None) -> int:
+    """How many flags may be kept beside an encoded-message cache of `cache_bytes` (None: off, 0)."""
+    return 0 if cache_bytes is None else cache_bytes // SHARE // ENTRY_BYTES
+
+
 class FlagCache:
     """Viewer id -> {message id: flags (None: no user_messages row)}, least recently used viewer first."""
 

@@ -17,7 +17,7 @@ import msgspec
 from storage import recipients
 from storage.db import Tx
 from storage.errors import ApiError, missing_argument
-from storage.flag_cache import ENTRY_BYTES, SHARE
+from storage.flag_cache import entries_for
 from storage.message_access import access_message
 from storage.message_encoded import ID_COLUMNS, encoded_page
 from storage.message_objects import (
@@ -37,7 +37,7 @@ from storage.narrow import (
     build_query,
     parse_narrow,
 )
-from storage.narrow_select import find_flagged_rows, find_rows
+from storage.narrow_select import find_rows
 from storage.search_highlight import highlight_content, highlight_topic
 from storage.users import User
 
@@ -243,7 +243,7 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
         tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
-        _columns(query, request, cache_bytes), 0 if cache_bytes is None else cache_bytes // SHARE // ENTRY_BYTES,
+        _columns(query, request, cache_bytes), entries_for(cache_bytes),
     )  # fmt: skip
     return {
         "anchor": value,
@@ -267,24 +267,17 @@ def select_range(
 ) -> tuple[list[tuple[Any, ...]], bool, bool]:
     """Return (rows ascending, found_oldest, found_newest): one query down and one up from the anchor.
 
-    Rows are tuples of `columns` (default: id, flags). With `flag_entries`, the bound of the
-    viewers' kept flags (storage/flag_cache.py), flags are taken from there where a query allows.
+    Rows are tuples of `columns` (default: id, flags); `flag_entries`: find_rows'.
     """
-
-    def find(comparison: str, descending: bool, limit: int) -> list[tuple[Any, ...]]:
-        if flag_entries:
-            return find_flagged_rows(tx, query, comparison, [anchor], descending, limit, columns, flag_entries)
-        return find_rows(tx, query, comparison, [anchor], descending, limit, columns)
-
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
     comparison = "<= ?" if include_anchor else "< ?"
-    before = find(comparison, True, num_before + include_anchor)
+    before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns, flag_entries)
     # Descending and at most the anchor: only the first row can be the anchor.
     anchor_rows = before[:1] if before and before[0][0] == anchor else []
     before = before[len(anchor_rows) : len(anchor_rows) + num_before]
     before.reverse()
-    after = find("> ?", False, num_after)
+    after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns, flag_entries)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
     return before + anchor_rows + after, found_oldest, found_newest

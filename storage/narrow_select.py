@@ -68,9 +68,9 @@ def select_sql(
     else:
         order_column = "m.id"
         join = "LEFT JOIN" if query.history else "CROSS JOIN"
-        source = f"messages AS m {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
-        if not join_viewer:
-            source = "messages AS m"
+        source = "messages AS m"
+        if join_viewer:
+            source += f" {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
         where = [DRIVER_WHERE[query.driver]]
         params.extend(query.driver_params)
     filters, filter_params = _filters(query)
@@ -127,13 +127,17 @@ def find_rows(
     descending: bool,
     limit: int | None,
     columns: str | None = None,
+    flag_entries: int = 0,
 ) -> list[tuple[Any, ...]]:
-    """Return tuples of `columns` of matching messages, in one query.
+    """Return tuples of `columns` of matching messages.
 
-    The default columns are id and flags, flags None for historical rows.
+    The default columns are id and flags, flags None for historical rows. With `flag_entries` (the
+    bound of storage/flag_cache.py), a query keeps_flags accepts takes its flags from that cache.
     """
     if query.empty or limit == 0:
         return []
+    if flag_entries and keeps_flags(query, columns, limit):
+        return _rows_with_kept_flags(tx, query, comparison, values, descending, limit, flag_entries)
     sql, params = select_sql(query, comparison, descending, limit, columns)
     if limit is not None and every_row_matches(query):
         # The scan stops after `limit` rows: the budget's progress handler (a Python call every
@@ -160,41 +164,33 @@ def keeps_flags(query: Query, columns: str | None, limit: int | None) -> bool:
     )
 
 
-def find_flagged_rows(
-    tx: Tx,
-    query: Query,
-    comparison: str,
-    values: list[Any],
-    descending: bool,
-    limit: int | None,
-    columns: str | None,
-    entry_limit: int,
+def _rows_with_kept_flags(
+    tx: Tx, query: Query, comparison: str, values: list[Any], descending: bool, limit: int | None, entries: int
 ) -> list[tuple[Any, ...]]:
-    """find_rows(...), with the flags of a query keeps_flags accepts taken from the cache where kept."""
-    if not keeps_flags(query, columns, limit) or query.empty or limit == 0:
-        return find_rows(tx, query, comparison, values, descending, limit, columns)
+    """(id, flags) rows: ids from the narrow's index, flags from the viewer's kept ones (storage/flag_cache.py)."""
     cache = directory(tx).flags
-    cache.limit = entry_limit
+    cache.limit = entries
     kept = cache.of(query.user_id)
-    storable = tx.unwritten()
     if kept is None:  # a viewer not seen yet: the usual join, and its flags kept
-        rows = find_rows(tx, query, comparison, values, descending, limit, columns)
+        rows = find_rows(tx, query, comparison, values, descending, limit)
         cache.misses += len(rows)
-        if storable:
+        if tx.unwritten():
             cache.keep(query.user_id, dict(rows))
         return rows
     sql, params = select_sql(query, comparison, descending, limit, "m.id", join_viewer=False)
     ids = [row[0] for row in tx.tuples(sql, params + values)]
     flags = [kept.get(message_id, _MISSING) for message_id in ids]
-    if _MISSING in flags:
-        missing = [message_id for message_id, bits in zip(ids, flags, strict=True) if bits == _MISSING]
-        read = dict(tx.tuples(FLAGS_OF_SQL, (query.user_id, msgspec.json.encode(missing).decode())))
-        fresh = {message_id: read.get(message_id) for message_id in missing}
-        cache.misses += len(missing)
-        cache.hits += len(ids) - len(missing)
-        flags = [fresh[message_id] if bits == _MISSING else bits for message_id, bits in zip(ids, flags, strict=True)]
-        if storable:
-            cache.keep(query.user_id, fresh)
-    else:
+    if _MISSING not in flags:
         cache.hits += len(ids)
-    return list(zip(ids, flags, strict=True))
+        return list(zip(ids, flags, strict=True))
+    missing = [message_id for message_id, bits in zip(ids, flags, strict=True) if bits == _MISSING]
+    read = dict(tx.tuples(FLAGS_OF_SQL, (query.user_id, msgspec.json.encode(missing).decode())))
+    fresh = {message_id: read.get(message_id) for message_id in missing}
+    cache.misses += len(missing)
+    cache.hits += len(ids) - len(missing)
+    if tx.unwritten():
+        cache.keep(query.user_id, fresh)
+    return [
+        (message_id, fresh[message_id] if bits == _MISSING else bits)
+        for message_id, bits in zip(ids, flags, strict=True)
+    ]
