@@ -23,7 +23,7 @@ bench: install
 	$(PY) bench/requests_overhead.py
 
 schema:
-	$(PY) -m storage.dump_schema --write
+	$(PY) -m storage.db.dump_schema --write
 
 openapi:
 	$(PY) -m tornchat.openapi --write

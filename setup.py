@@ -14,7 +14,8 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["tornchat", "tornchat.*", "storage", "storage.*", "scheduler", "scheduler.*"]),
     package_data={
-        "storage": ["migrations/*.sql", "schema.sql", "emoji_names.json"],
+        "storage.db": ["migrations/*.sql", "schema.sql"],
+        "storage.text": ["emoji_names.json"],
         # The web client, served as it is (no build step): every file under tornchat/web/static/.
         "tornchat.web": ["static/*", "static/**/*"],
     },
@@ -33,7 +34,7 @@ setup(
             "pytest-tornado>=0.8",
             "zulip>=0.9",
             "schemathesis>=4.32,<5",
-            # storage/emoji_data_build.py's inputs: the test checks storage/emoji_names.json is current.
+            # storage/text/emoji_data_build.py's inputs: the test checks storage/text/emoji_names.json is current.
             "zulip-emoji-mapping==1.0.1",
             "regex>=2024.4",
             # The web client's browser tests (tests/browser/) drive Debian's chromium; no browser download.

@@ -20,9 +20,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage import backup, recipients, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database, connect  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.db import backup
+from storage.db.database import Database, connect  # noqa: E402
+from storage.model import recipients
+from storage.org import users  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 

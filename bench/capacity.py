@@ -46,10 +46,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from capacity_load import FILLER, KINDS, TOPICS, Person, Plan, Samples, client_process  # noqa: E402
 
-from storage import recipients, subscriptions, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.realm import get_realm  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.db.database import Database  # noqa: E402
+from storage.membership import subscriptions
+from storage.model import recipients
+from storage.model.realm import get_realm  # noqa: E402
+from storage.org import users  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 

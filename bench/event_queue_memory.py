@@ -26,8 +26,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import msgspec  # noqa: E402
 
-from storage import subscriptions, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.membership import subscriptions
+from storage.org import users  # noqa: E402
 from tests.helpers import FakeClock, LiveServer, assert_success  # noqa: E402
 from tornchat.event_queues import EventQueues  # noqa: E402
 

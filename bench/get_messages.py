@@ -26,11 +26,12 @@ import msgspec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage import flags, recipients, users  # noqa: E402
-from storage import realm as realm_storage  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.message_fetch import FetchRequest, get_messages  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.db.database import Database  # noqa: E402
+from storage.fetch.message_fetch import FetchRequest, get_messages  # noqa: E402
+from storage.model import flags, recipients
+from storage.org import realm as realm_storage  # noqa: E402
+from storage.org import users  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
 USERS, CHANNELS, TOPICS_PER_CHANNEL, CHANNELS_PER_USER = 1000, 100, 5, 3

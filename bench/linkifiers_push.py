@@ -26,11 +26,12 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage import linkifiers, recipients, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database  # noqa: E402
-from storage.message_fetch import FetchRequest, get_messages  # noqa: E402
-from storage.messages import SendRequest, send_message  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.db.database import Database  # noqa: E402
+from storage.fetch.message_fetch import FetchRequest, get_messages  # noqa: E402
+from storage.messages.messages import SendRequest, send_message  # noqa: E402
+from storage.model import recipients  # noqa: E402
+from storage.org import linkifiers, users
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 

@@ -28,8 +28,10 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage import recipients, subscriptions, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.membership import subscriptions
+from storage.model import recipients
+from storage.org import users  # noqa: E402
 from tornchat.app import Server, make_http_server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402

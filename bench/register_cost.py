@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import msgspec  # noqa: E402
 
 from bench.get_messages import prepare_data  # noqa: E402
-from storage import users  # noqa: E402
-from storage.register import fetch_initial_state  # noqa: E402
+from storage.org import users  # noqa: E402
+from storage.register.register import fetch_initial_state  # noqa: E402
 from tornchat.app import Server  # noqa: E402
 
 _encode = msgspec.json.Encoder().encode

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage import users  # noqa: E402
+from storage.org import users  # noqa: E402
 from tests.helpers import LiveServer  # noqa: E402
 
 

@@ -29,8 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
 from scheduler import delivery  # noqa: E402
-from storage import scheduled_messages, subscriptions, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.membership import subscriptions
+from storage.messages import scheduled_messages
+from storage.org import users  # noqa: E402
 from tornchat.app import Server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402

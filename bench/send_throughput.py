@@ -36,15 +36,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from capacity import free_port, percentile, process_cpu, profile, start_server  # noqa: E402
 from capacity_load import FILLER, Connection, Person  # noqa: E402
 
-from storage import recipients, subscriptions, users  # noqa: E402
-from storage.channels import ChannelOptions, create_channel  # noqa: E402
-from storage.db import Database, connect  # noqa: E402
+from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.db.database import Database, connect  # noqa: E402
+from storage.membership import subscriptions
+from storage.model import recipients
+from storage.org import users  # noqa: E402
 
 try:
-    from storage.db import WAL_AUTOCHECKPOINT
+    from storage.db.database import WAL_AUTOCHECKPOINT
 except ImportError:  # a build from before group commit (the "before" figures): SQLite's default
     WAL_AUTOCHECKPOINT = 1000
-from storage.realm import get_realm  # noqa: E402
+from storage.model.realm import get_realm  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 

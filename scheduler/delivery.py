@@ -7,8 +7,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from storage.db import Database
-from storage.scheduled_messages import INTERNAL_ERROR, deliver_one, due_ids, fail_scheduled_message, next_due_time
+from storage.db.database import Database
+from storage.messages.scheduled_messages import (
+    INTERNAL_ERROR,
+    deliver_one,
+    due_ids,
+    fail_scheduled_message,
+    next_due_time,
+)
 
 log = logging.getLogger("tornchat.scheduler")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from storage import channels, groups
+from storage.channels import channels
+from storage.org import groups
 from tests.helpers import assert_success
 
 INSUFFICIENT = "Insufficient permission"

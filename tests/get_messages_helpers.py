@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from storage import flags as flag_bits
+from storage.model import flags as flag_bits
 from tests.channel_helpers import make_channel
 from tests.helpers import LiveServer, assert_success
 from tests.send_helpers import send_direct_ok, send_ok

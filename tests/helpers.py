@@ -14,7 +14,7 @@ from typing import Any
 import requests
 import tornado.netutil
 
-from storage import groups, passwords, users
+from storage.org import groups, passwords, users
 from tornchat.app import Server, make_http_server
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import nacl.secret
 
-from storage import flags
+from storage.model import flags
 
 
 class Phone(msgspec.Struct):

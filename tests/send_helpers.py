@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage import flags
+from storage.model import flags
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_success
 

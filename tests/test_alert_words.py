@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import alert_words
+from storage.org import alert_words
 from tests.channel_helpers import make_channel
 from tests.events_helpers import register
 from tests.get_messages_helpers import narrow_ids

@@ -1,4 +1,4 @@
-"""Backups of a live server under write load, restored and served again (storage/backup.py)."""
+"""Backups of a live server under write load, restored and served again (storage/db/backup.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import types
 import msgspec
 import pytest
 
-from storage import backup
+from storage.db import backup
 from tests.channel_helpers import make_channel
 from tests.helpers import NextServer, assert_success, wait_for
 

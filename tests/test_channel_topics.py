@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import channel_topics
+from storage.channels import channel_topics
 from tests.channel_helpers import archive, make_channel, subscribe
 from tests.helpers import assert_error, assert_success
 from tests.send_helpers import send_ok

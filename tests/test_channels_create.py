@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage import channels, groups
+from storage.channels import channels
+from storage.org import groups
 from tests.channel_helpers import INSUFFICIENT, set_realm_group
 from tests.helpers import assert_error, assert_success
 

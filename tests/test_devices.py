@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from storage import push_outbox
+from storage.push import push_outbox
 from tests.events_helpers import events_now, register
 from tests.helpers import assert_error, assert_success, make_bot
 from tornchat import cli

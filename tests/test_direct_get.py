@@ -17,9 +17,9 @@ import pytest
 import tornado.iostream
 from tornado import httputil
 
-from storage import users
-from storage.errors import ApiError
-from storage.user_changes import deactivate_user
+from storage.model.errors import ApiError
+from storage.org import users
+from storage.org.user_changes import deactivate_user
 from tests.test_app_inprocess import app, state  # noqa: F401
 from tornchat.direct_get import carries_body
 from tornchat.handlers import messages

@@ -40,7 +40,7 @@ pytestmark = pytest.mark.dist
 OWNER = "owner@example.com"
 ALICE = "alice@example.com"
 PASSWORD = "pw-dist-12345"
-# A linkifier (google-re2, uri-template), an emoji (storage/emoji_names.json), a bare link (linkify-it-py).
+# A linkifier (google-re2, uri-template), an emoji (storage/text/emoji_names.json), a bare link (linkify-it-py).
 CONTENT = "Fixed #42 :tada: see https://example.com/notes"
 RENDERED = (
     'href="https://tracker.example.com/42"',

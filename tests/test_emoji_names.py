@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from storage import emoji
-from storage.emoji_data_build import main as build_main
+from storage.text import emoji
+from storage.text.emoji_data_build import main as build_main
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_error, assert_success
 

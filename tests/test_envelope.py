@@ -52,7 +52,7 @@ def test_options_lists_methods(live):
 
 
 def test_unexpected_exception_is_json_500_and_rolls_back(live, monkeypatch, caplog):
-    from storage import user_changes
+    from storage.org import user_changes
 
     real_touch = user_changes.change_full_name
 

@@ -9,7 +9,7 @@ import random
 import msgspec
 import pytest
 
-from storage.users import get_user_by_id
+from storage.org.users import get_user_by_id
 from tests.channel_helpers import make_channel
 from tests.events_helpers import Poll, poll, register, send_direct, send_stream, wait_on_server, wait_until_parked
 from tests.helpers import assert_success

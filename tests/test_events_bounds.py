@@ -9,7 +9,7 @@ import os
 import msgspec
 import pytest
 
-from storage.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH
+from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH
 from tests.channel_helpers import make_channel
 from tests.events_helpers import events_now, poll, register, send_stream
 from tests.helpers import FakeClock, LiveServer, assert_error, assert_success, data_dir_for

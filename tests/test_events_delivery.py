@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from storage import users
+from storage.org import users
 from tests.channel_helpers import make_channel
 from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
 from tests.helpers import assert_error, assert_success, set_visibility

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from storage import users
-from storage.groups import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER
-from storage.messages import LOCAL, PUBLIC_CHANNEL, RAW_CONTENT, SENDER_INFO
+from storage.messages.messages import LOCAL, PUBLIC_CHANNEL, RAW_CONTENT, SENDER_INFO
+from storage.model.roles import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER
+from storage.model.user import ADMINS, EVERYONE, MEMBERS, NOBODY
 from tests.helpers import FakeClock
 from tornchat.event_forms import USER_FLAGS, format_for
 from tornchat.event_queues import EventQueues
@@ -33,7 +33,7 @@ def message_event(**extra):
     return {"type": "message", "message": message, "flags": [], **extra}
 
 
-def sender_info(visibility=users.EVERYONE, gravatar=True, is_bot=False):
+def sender_info(visibility=EVERYONE, gravatar=True, is_bot=False):
     return {"user_id": SENDER, "visibility": visibility, "is_bot": is_bot, "gravatar": gravatar}
 
 
@@ -59,12 +59,12 @@ def test_raw_content_for_markdown_clients(queues):
 @pytest.mark.parametrize(
     ("role", "visibility", "gravatar", "is_bot", "left_to_client"),
     [
-        (ROLE_MEMBER, users.EVERYONE, True, False, True),
-        (ROLE_MEMBER, users.EVERYONE, False, False, False),  # an uploaded avatar: the client cannot compute it
-        (ROLE_MEMBER, users.ADMINS, True, False, False),  # the member may not see the email
-        (ROLE_ADMINISTRATOR, users.ADMINS, True, False, True),
-        (ROLE_GUEST, users.MEMBERS, True, False, False),
-        (ROLE_GUEST, users.NOBODY, True, True, True),  # bots' emails are always visible
+        (ROLE_MEMBER, EVERYONE, True, False, True),
+        (ROLE_MEMBER, EVERYONE, False, False, False),  # an uploaded avatar: the client cannot compute it
+        (ROLE_MEMBER, ADMINS, True, False, False),  # the member may not see the email
+        (ROLE_ADMINISTRATOR, ADMINS, True, False, True),
+        (ROLE_GUEST, MEMBERS, True, False, False),
+        (ROLE_GUEST, NOBODY, True, True, True),  # bots' emails are always visible
     ],
 )
 def test_client_gravatar(queues, role, visibility, gravatar, is_bot, left_to_client):
@@ -75,7 +75,7 @@ def test_client_gravatar(queues, role, visibility, gravatar, is_bot, left_to_cli
 
 def test_own_messages_leave_the_gravatar_to_the_client(queues):
     queue = queues.create(SENDER, role=ROLE_GUEST)
-    queues.publish(message_event(**{SENDER_INFO: sender_info(users.NOBODY)}), [SENDER])
+    queues.publish(message_event(**{SENDER_INFO: sender_info(NOBODY)}), [SENDER])
     assert only_event(queues, queue)["message"]["avatar_url"] is None
 
 

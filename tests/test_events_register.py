@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from storage.register import UNREAD_SQL
+from storage.register.register import UNREAD_SQL
 from tests.channel_helpers import make_channel, unsubscribe
 from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
 from tests.helpers import assert_error, assert_success

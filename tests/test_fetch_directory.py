@@ -1,4 +1,4 @@
-"""Users, channels and the realm held in memory (storage/directory.py): every change shows at once.
+"""Users, channels and the realm held in memory (storage/cache/directory.py): every change shows at once.
 
 GET /messages and authentication read them from memory; these tests change each through the API
 (or behind its back, in SQL: the triggers see every write) and look at the very next request.
@@ -10,11 +10,11 @@ import sqlite3
 
 import pytest
 
-from storage import directory as directory_module
-from storage import groups
-from storage.db import connect
-from storage.directory import directory
-from storage.users import get_user_by_id
+from storage.cache import directory as directory_module
+from storage.cache.directory import directory
+from storage.db.database import connect
+from storage.org import groups
+from storage.org.users import get_user_by_id
 from tests.channel_helpers import make_channel, set_channel_group
 from tests.get_messages_helpers import add_reaction_row, message_by_id, narrow_ids, post, post_direct
 from tests.helpers import assert_error, assert_success, set_visibility
@@ -159,7 +159,7 @@ def test_the_directory_agrees_with_the_database_for_every_user(people):
 
 
 def test_triggers_created_in_a_rolled_back_transaction_are_created_again(tmp_path):
-    from storage.db import Database
+    from storage.db.database import Database
 
     db = Database(str(tmp_path / "db.sqlite3"))
     try:
@@ -245,7 +245,7 @@ def test_channel_narrows_follow_channel_rows_and_recipients_written_behind_the_b
 
 
 def test_a_linkifier_version_written_behind_the_back_shows_at_once(people):
-    """The directory keeps linkifier_state's version (storage/linkify.py compiles per version): a
+    """The directory keeps linkifier_state's version (storage/text/linkify.py compiles per version): a
     linkifier added in SQL with its version bump links the next page's topics."""
     live = people
     message_id = post(live, live.alice, "general", topic="see #42")

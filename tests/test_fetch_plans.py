@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from storage import message_fetch
-from storage.message_objects import ROW_COLUMNS
-from storage.narrow import Term, build_query
-from storage.narrow_select import select_sql
+from storage.fetch import message_fetch
+from storage.fetch.message_objects import ROW_COLUMNS
+from storage.fetch.narrow import Term, build_query
+from storage.fetch.narrow_select import select_sql
 from tests.test_message_plans import setup  # noqa: F401  # the module's database fixture
 
 

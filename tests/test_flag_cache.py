@@ -1,4 +1,4 @@
-"""Viewers' flags kept between fetches (storage/flag_cache.py): pages of channel, topic and sender
+"""Viewers' flags kept between fetches (storage/cache/flag_cache.py): pages of channel, topic and sender
 narrows read with them are byte for byte the pages read without the cache, after every kind of
 write to user_messages; what a transaction read after writing is not kept."""
 
@@ -10,13 +10,13 @@ import sqlite3
 import msgspec
 import pytest
 
-from storage import flags as flag_bits
-from storage.db import _WRITES_USER_MESSAGES
-from storage.directory import directory
-from storage.flag_cache import FlagCache
-from storage.message_fetch import FetchRequest, get_messages
-from storage.narrow import build_query, parse_narrow
-from storage.narrow_select import keeps_flags, select_sql
+from storage.cache.directory import directory
+from storage.cache.flag_cache import FlagCache
+from storage.db.tx import _WRITES_USER_MESSAGES
+from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.fetch.narrow import build_query, parse_narrow
+from storage.fetch.narrow_select import keeps_flags, select_sql
+from storage.model import flags as flag_bits
 from tests.channel_helpers import make_channel, subscribe
 from tests.get_messages_helpers import post
 from tests.helpers import LiveServer, assert_success, data_dir_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import flags
+from storage.model import flags
 from tests.get_messages_helpers import (
     add_reaction_row,
     build_world,

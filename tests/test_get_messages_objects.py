@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from storage import flags
+from storage.model import flags
 from tests.channel_helpers import make_channel
 from tests.get_messages_helpers import (
     add_reaction_row,

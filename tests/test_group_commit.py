@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from storage.write_batch import WriteBatcher
+from storage.db.write_batch import WriteBatcher
 from tests.channel_helpers import make_channel, set_channel_group
 from tests.helpers import Client, assert_error, assert_success, wait_for
 from tests.send_helpers import NO_NEW_TOPICS, NO_PERMISSION, count_rows, message_events, send, stored

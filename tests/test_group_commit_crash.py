@@ -109,10 +109,10 @@ def test_kill_9_right_after_answered_sends_loses_none_of_them(tmp_path):
 
 KILLED_MID_BATCH = """
 import os, signal, sys
-from storage.db import Database
-from storage.messages import SendRequest, send_message
-from storage.users import get_user_by_id
-from storage.write_batch import WriteBatcher
+from storage.db.database import Database
+from storage.db.write_batch import WriteBatcher
+from storage.messages.messages import SendRequest, send_message
+from storage.org.users import get_user_by_id
 
 path, owner_id = sys.argv[1], int(sys.argv[2])
 db = Database(path)

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
-from storage import recipients, users
-from storage.channels import ChannelOptions, create_channel
-from storage.db import Connection, Database, Tx
+from storage.channels.channels import ChannelOptions, create_channel
+from storage.db.database import Connection, Database
+from storage.db.tx import Tx
+from storage.model import recipients
+from storage.org import users
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
 

@@ -1,4 +1,4 @@
-"""WAL checkpoints on the Checkpointer's thread (storage/checkpoint.py): the WAL stays bounded.
+"""WAL checkpoints on the Checkpointer's thread (storage/db/checkpoint.py): the WAL stays bounded.
 
 The serving connection keeps its automatic checkpoint as the bound; the thread copies the WAL
 after commits, truncates it when writes stop after a burst, and closes before the serving
@@ -13,9 +13,10 @@ from collections.abc import Callable
 
 import pytest
 
-from storage import checkpoint
-from storage.db import Database, Tx
-from storage.write_batch import COPY_WAIT_SECONDS, WriteBatcher
+from storage.db import checkpoint
+from storage.db.database import Database
+from storage.db.tx import Tx
+from storage.db.write_batch import COPY_WAIT_SECONDS, WriteBatcher
 from tests.helpers import wait_for
 
 PAGE_FRAMES = 50  # the serving connection's automatic checkpoint in these tests (pages)

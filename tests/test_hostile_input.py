@@ -13,8 +13,8 @@ import msgspec
 import pytest
 import requests
 
-from storage.errors import ApiError
-from storage.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
+from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
+from storage.model.errors import ApiError
 from tests.channel_helpers import make_channel
 from tests.helpers import LiveServer, assert_error, assert_success
 from tornchat.params import MAX_JSON_DEPTH, Params

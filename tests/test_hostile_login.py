@@ -16,7 +16,7 @@ import threading
 import pytest
 import requests
 
-from storage import passwords
+from storage.org import passwords
 from tests.helpers import PASSWORD, LiveServer, assert_error, assert_success
 from tornchat.ratelimit import LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_PAIR, LOGIN_FAILURES_PER_USERNAME
 

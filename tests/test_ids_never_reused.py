@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from storage import emoji
+from storage.text import emoji
 from tests.helpers import assert_success
 from tests.scheduled_helpers import schedule_direct_ok
 from tests.send_helpers import send_direct_ok

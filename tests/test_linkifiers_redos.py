@@ -3,8 +3,8 @@ pattern that is slow on its test inputs is refused when saved."""
 
 from __future__ import annotations
 
-from storage import linkifiers
-from storage.message_render import render_message
+from storage.messages.message_render import render_message
+from storage.org import linkifiers
 from tests.channel_helpers import make_channel
 from tests.get_messages_helpers import message_by_id
 from tests.helpers import assert_error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage import linkify
+from storage.text import linkify
 from tests.channel_helpers import make_channel
 from tests.events_helpers import events_now, register
 from tests.get_messages_helpers import message_by_id

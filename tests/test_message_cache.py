@@ -1,4 +1,4 @@
-"""The encoded-message cache (storage/message_cache.py): pages assembled from it are byte for byte
+"""The encoded-message cache (storage/cache/message_cache.py): pages assembled from it are byte for byte
 the pages built without it, after every kind of change to what a message shows (issue 12 point 3)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import random
 import msgspec
 import pytest
 
-from storage.directory import directory
-from storage.message_cache import ENTRY_OVERHEAD, MessageCache, shape_of
-from storage.message_fetch import FetchRequest, get_messages
+from storage.cache.directory import directory
+from storage.cache.message_cache import ENTRY_OVERHEAD, MessageCache, shape_of
+from storage.fetch.message_fetch import FetchRequest, get_messages
 from tests.channel_helpers import make_channel
 from tests.get_messages_helpers import add_reaction_row, post, post_direct
 from tests.helpers import LiveServer, assert_success, data_dir_for, set_visibility

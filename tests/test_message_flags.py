@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import message_flags
+from storage.messages import message_flags
 from tests.channel_helpers import make_channel, unsubscribe
 from tests.helpers import assert_error, assert_success
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.message_history import highlight_html_differences
+from storage.messages.message_history import highlight_html_differences
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_error, assert_success
 from tests.send_helpers import send_direct_ok, send_ok

@@ -7,12 +7,14 @@ import os
 
 import pytest
 
-from storage import message_fetch, recipients, users
-from storage import realm as realm_storage
-from storage.channels import ChannelOptions, create_channel
-from storage.db import Database
-from storage.narrow import Term, build_query
-from storage.narrow_select import select_sql
+from storage.channels.channels import ChannelOptions, create_channel
+from storage.db.database import Database
+from storage.fetch import message_fetch
+from storage.fetch.narrow import Term, build_query
+from storage.fetch.narrow_select import select_sql
+from storage.model import recipients
+from storage.org import realm as realm_storage
+from storage.org import users
 
 
 @pytest.fixture(scope="module")

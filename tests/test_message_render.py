@@ -8,12 +8,14 @@ from typing import NamedTuple
 
 import pytest
 
-from storage import markdown
-from storage import realm as realm_storage
-from storage import users as users_storage
-from storage.channels import CHANNEL_SETTINGS
-from storage.db import Database, Tx
-from storage.message_render import MAX_NESTED_BLOCKS, Rendered, hash_encode, render_message
+from storage.channels.channels import CHANNEL_SETTINGS
+from storage.db.database import Database
+from storage.db.tx import Tx
+from storage.messages.message_render import MAX_NESTED_BLOCKS, hash_encode, render_message
+from storage.model.message import Rendered
+from storage.org import realm as realm_storage
+from storage.org import users as users_storage
+from storage.text import markdown
 
 
 class Org(NamedTuple):
@@ -477,7 +479,7 @@ def test_names_from_the_database_are_escaped(org):
 
 
 def test_channel_links_only_to_channels_the_sender_may_see(tmp_path):
-    from storage import channels as channel_storage
+    from storage.channels import channels as channel_storage
 
     db = Database(os.path.join(str(tmp_path), "db.sqlite3"))
 

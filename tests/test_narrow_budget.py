@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from storage import flags
-from storage.db import DEFAULT_QUERY_BUDGET, Database, QueryBudgetExceeded
-from storage.narrow_select import NARROW_TOO_SLOW
+from storage.db.database import Database
+from storage.db.tx import DEFAULT_QUERY_BUDGET, QueryBudgetExceeded
+from storage.fetch.narrow_select import NARROW_TOO_SLOW
+from storage.model import flags
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_error, assert_success
 from tests.send_helpers import insert_messages, send_ok

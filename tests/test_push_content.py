@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.push_content import notification_text
+from storage.push.push_content import notification_text
 
 
 @pytest.mark.parametrize(

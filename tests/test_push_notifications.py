@@ -10,9 +10,9 @@ from __future__ import annotations
 import nacl.exceptions
 import pytest
 
-from storage import flags
-from storage.push_notifications import CHANNEL_SETTINGS, PUSH_DEVICES, WITHDRAW_WAITING
-from storage.users import avatar_url
+from storage.model import flags
+from storage.org.users import avatar_url
+from storage.push.push_notifications import CHANNEL_SETTINGS, PUSH_DEVICES, WITHDRAW_WAITING
 from tests.helpers import assert_success, make_bot
 from tests.push_notify_helpers import (
     active_bit,

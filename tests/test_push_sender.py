@@ -3,7 +3,7 @@ service, bounded concurrency, expiry, and a restart that loses nothing."""
 
 from __future__ import annotations
 
-from storage import push_outbox
+from storage.push import push_outbox
 from tests import push_helpers
 from tests.helpers import NextServer, assert_success, data_dir_for, wait_for
 from tests.push_helpers import (

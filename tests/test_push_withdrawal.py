@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.messages import SendRequest, send_message
+from storage.messages.messages import SendRequest, send_message
 from tests.helpers import assert_success
 from tests.push_notify_helpers import active_bit, add_device, mark_sent, outbox, payloads
 from tests.send_helpers import make_team, send_direct_ok, send_ok

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from storage import emoji, flags
-from storage.users import NOBODY
+from storage.model import flags
+from storage.model.user import NOBODY
+from storage.text import emoji
 from tests.channel_helpers import archive, make_channel, subscribe
 from tests.helpers import assert_error, assert_success, dummy, set_visibility
 
@@ -63,7 +64,7 @@ def setup(live):
 
 
 def test_emoji_tables():
-    # Zulip's names (storage/emoji_names.json), not the Unicode CLDR names.
+    # Zulip's names (storage/text/emoji_names.json), not the Unicode CLDR names.
     assert emoji.NAME_TO_CODE["thumbs_up"] == emoji.NAME_TO_CODE["+1"] == "1f44d"
     assert emoji.NAME_TO_CODE["heart"] == "2764"  # no variation selector
     assert emoji.NAME_TO_CODE["octopus"] == "1f419"

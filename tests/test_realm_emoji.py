@@ -9,10 +9,10 @@ import tarfile
 import pytest
 import requests
 
-from storage import groups, realm_emoji
-from storage.backup import create_backup
-from storage.db import migrate
-from storage.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
+from storage.db.backup import create_backup
+from storage.db.migrate import migrate
+from storage.org import groups, realm_emoji
+from storage.org.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
 from tests.channel_helpers import make_channel
 from tests.events_helpers import register
 from tests.helpers import assert_error, assert_success

@@ -7,10 +7,12 @@ import sqlite3
 import msgspec
 import pytest
 
-from storage import groups, subscriptions
-from storage.channels import channel_object, get_channel_by_id, has_content_access, has_metadata_access
-from storage.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects, subscriber_counts
-from storage.users import get_user_by_id
+from storage.channels.channels import channel_object, has_content_access, has_metadata_access
+from storage.membership import subscriptions
+from storage.model.channel import get_channel_by_id
+from storage.org import groups
+from storage.org.users import get_user_by_id
+from storage.register.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects, subscriber_counts
 from tests.channel_helpers import archive, make_channel
 from tests.events_helpers import register, send_stream
 from tests.helpers import assert_success

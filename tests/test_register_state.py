@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import system_bots
+from storage.messages import system_bots
 from tests.channel_helpers import make_channel
 from tests.events_helpers import register, send_direct, send_stream
 from tests.helpers import assert_success, make_bot

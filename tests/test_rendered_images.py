@@ -6,8 +6,8 @@ already render ![alt](url) as a link, and descriptions and profile fields share 
 
 from __future__ import annotations
 
-from storage import rerender
-from storage.profile_fields import LONG_TEXT, SHORT_TEXT
+from storage.org.profile_fields import LONG_TEXT, SHORT_TEXT
+from storage.text import rerender
 from tests.channel_helpers import make_channel
 from tests.helpers import NextServer, assert_success
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import flags
+from storage.model import flags
 from tests.channel_helpers import archive, make_channel, set_channel_group
 from tests.helpers import assert_error, assert_success
 from tests.scheduled_helpers import (

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from scheduler import Scheduler
-from storage import scheduled_messages
+from storage.messages import scheduled_messages
 from tests.channel_helpers import archive, make_channel, set_channel_group
 from tests.helpers import assert_error, assert_success
 from tests.scheduled_helpers import (

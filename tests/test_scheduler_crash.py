@@ -26,7 +26,7 @@ KILL_AFTER = 12
 DELIVER_UNTIL_KILLED = """
 import os, signal, sys
 import scheduler.delivery as delivery
-from storage.db import Database
+from storage.db.database import Database
 
 path, now, kill_after, mode = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 db = Database(path, clock=lambda: now)

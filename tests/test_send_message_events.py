@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import storage.messages
-from storage import passwords
+from storage.org import passwords
 from tests.channel_helpers import make_channel
 from tests.helpers import assert_error, assert_success
 from tests.send_helpers import (
@@ -157,7 +157,7 @@ def test_thousand_subscribers_in_one_transaction(live, monkeypatch):
         raise RuntimeError("publishing failed")
 
     # A failure after the message and its 1000 rows were inserted rolls all of them back.
-    monkeypatch.setattr(storage.messages, "publish_message", fail)
+    monkeypatch.setattr(storage.messages.messages, "publish_message", fail)
     events = len(live.events())
     response = send(live.owner, channel, "lost")
     assert response.status_code == 500
@@ -178,7 +178,7 @@ def test_failed_direct_message_leaves_no_conversation(live, team, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError("publishing failed")
 
-    monkeypatch.setattr(storage.messages, "publish_message", fail)
+    monkeypatch.setattr(storage.messages.messages, "publish_message", fail)
     groups = count_rows(live, "direct_message_groups")
     assert send(alice, [bob.id], type="direct", topic=None).status_code == 500
     assert count_rows(live, "direct_message_groups") == groups

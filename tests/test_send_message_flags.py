@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import flags
+from storage.model import flags
 from tests.helpers import assert_error, assert_success
 from tests.send_helpers import make_team, message_events, send, send_direct_ok, send_ok, stored_bits, stored_flags
 

@@ -6,15 +6,16 @@ import os
 
 import pytest
 
-from storage import realm as realm_storage
-from storage.db import Database, migration_scripts
-from storage.dump_schema import SCHEMA_PATH, current_schema
-from storage.errors import ApiError
+from storage.db.database import Database
+from storage.db.dump_schema import SCHEMA_PATH, current_schema
+from storage.db.migrate import migration_scripts
+from storage.model.errors import ApiError
+from storage.org import realm as realm_storage
 
 
 def test_schema_sql_is_current():
     with open(SCHEMA_PATH, encoding="utf-8") as handle:
-        assert handle.read() == current_schema(), "run: python -m storage.dump_schema --write"
+        assert handle.read() == current_schema(), "run: python -m storage.db.dump_schema --write"
 
 
 def test_migrations_are_numbered_and_recorded(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage import groups
+from storage.org import groups
 from tests.helpers import assert_error, assert_success
 from tests.test_streams import CANNOT_ADMINISTER, actor, create_channel, events_after
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage import channels, system_bots
+from storage.channels import channels
+from storage.messages import system_bots
 from tests.channel_helpers import (
     INSUFFICIENT,
     ROLES,

@@ -6,7 +6,9 @@ import itertools
 
 import pytest
 
-from storage import passwords, subscriptions, system_bots
+from storage.membership import subscriptions
+from storage.messages import system_bots
+from storage.org import passwords
 from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
 from tests.helpers import assert_error, assert_success, make_bot
 

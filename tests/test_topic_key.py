@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from storage import db as db_module
-from storage.db import connect, migrate
+from storage.db import migrate as migrate_module
+from storage.db.database import connect
+from storage.db.migrate import migrate
 from tests.channel_helpers import make_channel
 from tests.events_helpers import register
 from tests.get_messages_helpers import narrow_ids
@@ -157,7 +158,7 @@ def test_a_migration_that_breaks_a_foreign_key_is_not_applied(tmp_path, monkeypa
     conn = connect(os.path.join(str(tmp_path), "fk.sqlite3"))
     migrate(conn, 1_800_000_000)
     bogus = "INSERT INTO drafts (user_id, type, content, last_edit_time) VALUES (12345, '', 'orphan', 0);"
-    monkeypatch.setattr(db_module, "migration_scripts", lambda: [(99, "0099_bogus.sql", bogus)])
+    monkeypatch.setattr(migrate_module, "migration_scripts", lambda: [(99, "0099_bogus.sql", bogus)])
     with pytest.raises(sqlite3.IntegrityError, match="0099_bogus.sql"):
         migrate(conn, 1_800_000_000)
     assert not conn.in_transaction

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.typing_notifications import DECLINED_SQL
+from storage.messages.typing_notifications import DECLINED_SQL
 from tests.channel_helpers import make_channel, set_channel_group
 from tests.events_helpers import events_now, of_type, register
 from tests.helpers import assert_error, assert_success, events_since

@@ -15,9 +15,11 @@ import threading
 
 import pytest
 
-from storage import flags, groups, realm
-from storage.db import Database, DatabaseTooNew, connect, migrate, migration_scripts
-from storage.passwords import generate_api_key, hash_password
+from storage.db.database import Database, connect
+from storage.db.migrate import DatabaseTooNew, migrate, migration_scripts
+from storage.model import flags
+from storage.org import groups, realm
+from storage.org.passwords import generate_api_key, hash_password
 from tests.helpers import PASSWORD, Client, FakeClock, LiveServer, assert_success, data_dir_for
 from tornchat import cli
 from tornchat.bootstrap import bootstrap
@@ -41,7 +43,7 @@ def _insert(conn: sqlite3.Connection, table: str, **row: object) -> int:
 
 
 def _era_0001(conn: sqlite3.Connection) -> dict[str, int]:
-    """The realm, its system groups (as storage/groups.py made them), an owner, a member, a guest."""
+    """The realm, its system groups (as storage/org/groups.py made them), an owner, a member, a guest."""
     _insert(conn, "realm", id=1, name="Old Org", url="http://127.0.0.1:9991", email_host=EMAIL_HOST, date_created=T)
     ids = {
         name: _insert(conn, "user_groups", name=name, description=d, is_system_group=1)

@@ -10,7 +10,7 @@ import tarfile
 import pytest
 import requests
 
-from storage import backup
+from storage.db import backup
 from tests.channel_helpers import make_channel
 from tests.helpers import LiveServer, assert_error, assert_success, data_dir_for
 from tests.send_helpers import send_direct_ok, send_ok

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from storage import groups
+from storage.org import groups
 from tests.helpers import assert_error, assert_success
 
 SYSTEM_GROUPS = [

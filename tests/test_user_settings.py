@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.user_settings_definitions import DISPLAY_LEGACY, NOTIFICATION_LEGACY, SETTINGS
+from storage.org.user_settings_definitions import DISPLAY_LEGACY, NOTIFICATION_LEGACY, SETTINGS
 from tests.events_helpers import events_now, of_type, register
 from tests.helpers import assert_error, assert_success, make_bot
 

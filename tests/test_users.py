@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage import accounts, profile_fields
+from storage.membership import accounts
+from storage.org import profile_fields
 from tests.channel_helpers import make_channel
 from tests.helpers import Client, assert_error, assert_success, dummy, events_since, get_user, make_bot, set_visibility
 

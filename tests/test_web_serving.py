@@ -8,7 +8,7 @@ import re
 
 import requests
 
-from storage import emoji
+from storage.text import emoji
 from tests.helpers import assert_error
 from tornchat.handlers.web import CONTENT_SECURITY_POLICY
 from tornchat.web import STATIC_DIR, WebAssets, content_type

@@ -16,9 +16,11 @@ import tornado.routing
 import tornado.web
 
 from scheduler import Scheduler
-from storage import push_notifications, push_registration, rerender, users
-from storage import realm as realm_storage
-from storage.db import Database
+from storage.db.database import Database
+from storage.model.realm import get_realm
+from storage.org import users
+from storage.push import push_notifications, push_registration
+from storage.text import rerender
 from tornchat.base import ID, LAST_ACTIVE_RESOLUTION, NotFoundHandler
 from tornchat.direct_get import Dispatch, Serve
 from tornchat.event_queues import EventQueues, release_garbage_collection
@@ -75,9 +77,9 @@ class Server:
         self.events = EventBus()
         self.db = Database(settings.database_path, clock, self.events.publish)
         self.writes = WriteQueue(self.db)  # group commit for POST /messages
-        self.db.start_checkpointer()  # WAL checkpoints off the event loop (storage/checkpoint.py)
+        self.db.start_checkpointer()  # WAL checkpoints off the event loop (storage/db/checkpoint.py)
         self.db.write(rerender.rerender_images)  # HTML saved before images became links
-        self.realm = self.db.read(realm_storage.get_realm)
+        self.realm = self.db.read(get_realm)
         self.login_limiter = LoginLimiter(clock)
         self._last_active: dict[int, float] = {}
         # Event queues: every published event reaches the queues of its users.

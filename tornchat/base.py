@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 import tornado.web
 
-from storage import passwords, users
-from storage.errors import ApiError
+from storage.model.errors import ApiError
+from storage.org import passwords, users
 from tornchat.http_edge import form_charset, parse_form_body
 from tornchat.params import NO_PARAMS, Params
 

@@ -6,9 +6,9 @@ import configparser
 import os
 from typing import TextIO
 
-from storage import groups, users
-from storage import realm as realm_storage
-from storage.db import Database
+from storage.db.database import Database
+from storage.org import groups, users
+from storage.org import realm as realm_storage
 from tornchat.settings import DEFAULT_REALM_NAME, Settings
 
 

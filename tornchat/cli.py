@@ -13,16 +13,18 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from storage import accounts, groups
-from storage.db import Database, DatabaseTooNew
-from storage.errors import ApiError
+from storage.db.database import Database
+from storage.db.migrate import DatabaseTooNew
+from storage.membership import accounts
+from storage.model.errors import ApiError
+from storage.org import groups
 from tornchat import FEATURE_LEVEL, __version__
 from tornchat.log_output import configure_logging
 from tornchat.settings import Settings, load_settings
 from tornchat.tuning import tune_garbage_collector, tune_malloc
 
 if TYPE_CHECKING:
-    from storage.backup import Summary
+    from storage.db.backup import Summary
 
 ROLES = {
     "owner": groups.ROLE_OWNER,
@@ -173,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_backup(args: argparse.Namespace) -> None:
-    from storage.backup import BackupError, create_backup
+    from storage.db.backup import BackupError, create_backup
 
     settings = _settings(args)
     try:
@@ -184,7 +186,7 @@ def command_backup(args: argparse.Namespace) -> None:
 
 
 def command_restore(args: argparse.Namespace) -> None:
-    from storage.backup import BackupError, restore_backup
+    from storage.db.backup import BackupError, restore_backup
 
     try:
         summary = restore_backup(args.file, args.data_dir)
@@ -212,7 +214,8 @@ def command_init(args: argparse.Namespace) -> None:
 
 
 def command_create_user(args: argparse.Namespace) -> None:
-    from storage.realm import get_realm, realm_exists
+    from storage.model.realm import get_realm
+    from storage.org.realm import realm_exists
     from tornchat.bootstrap import write_zuliprc
 
     settings = _settings(args)

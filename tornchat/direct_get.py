@@ -26,7 +26,7 @@ from tornado import httputil
 from tornado.concurrent import Future
 from tornado.escape import parse_qs_bytes
 
-from storage.errors import ApiError
+from storage.model.errors import ApiError
 from tornchat.http_edge import log_access
 
 log = logging.getLogger("tornchat")

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from storage.messages import LOCAL, RAW_CONTENT, SENDER_INFO
-from storage.presence import presence_event_form
-from storage.realm import EMPTY_TOPIC_DISPLAY_NAME
-from storage.topics import RESOLVED_PREFIX, stored_topic
-from storage.users import VISIBLE_TO_ROLE
+from storage.channels.topics import RESOLVED_PREFIX, stored_topic
+from storage.messages.messages import LOCAL, RAW_CONTENT, SENDER_INFO
+from storage.model.realm import EMPTY_TOPIC_DISPLAY_NAME
+from storage.org.presence import presence_event_form
+from storage.org.users import VISIBLE_TO_ROLE
 
 if TYPE_CHECKING:
     from tornchat.event_queues import EventQueue

@@ -22,9 +22,9 @@ from typing import Any
 
 import msgspec
 
-from storage.errors import ApiError
-from storage.groups import ROLE_MEMBER
-from storage.messages import PUBLIC_CHANNEL
+from storage.messages.messages import PUBLIC_CHANNEL
+from storage.model.errors import ApiError
+from storage.model.roles import ROLE_MEMBER
 from tornchat.event_forms import Body, Fanout, entry_json, flags_for, matches_narrow, prepared
 from tornchat.settings import DEFAULT_MAX_QUEUE_BYTES
 

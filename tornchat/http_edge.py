@@ -36,7 +36,7 @@ import tornado.iostream
 from tornado import httputil
 from tornado.ioloop import PeriodicCallback
 
-from storage.errors import ApiError
+from storage.model.errors import ApiError
 
 # Zulip's nginx reads request heads in 8 KiB buffers; tornchat, which often sees a narrow in the
 # query string, answers 414 only beyond 64 KiB, Tornado's own default limit for a whole head.

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 
-from storage.errors import ApiError, missing_argument
+from storage.model.errors import ApiError, missing_argument
 
 S = TypeVar("S", bound=msgspec.Struct)
 

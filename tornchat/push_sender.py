@@ -1,6 +1,6 @@
 """The sender: delivers the push outbox to the push notification service, on the IOLoop.
 
-Rows are committed before any attempt (storage/push_outbox.py), so the sender only ever reads
+Rows are committed before any attempt (storage/push/push_outbox.py), so the sender only ever reads
 what is due, sends it with Tornado's AsyncHTTPClient (timeouts set, a bounded number at once, so a
 slow or hanging service never blocks the loop or other requests), and records the outcome:
 200 deletes the row; a 4xx answer is a permanent refusal (the row is deleted and its kind's
@@ -19,9 +19,10 @@ from typing import Any
 
 import tornado.httpclient
 
-from storage import push_outbox
-from storage.db import Database, Tx
-from storage.push_outbox import OutboxRow
+from storage.db.database import Database
+from storage.db.tx import Tx
+from storage.push import push_outbox
+from storage.push.push_outbox import OutboxRow
 
 log = logging.getLogger("tornchat.push")
 

@@ -32,7 +32,7 @@ DEFAULT_MAX_QUEUE_BYTES = 1024 * 1024
 DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB = 25
 DEFAULT_UPLOAD_QUOTA_MIB = 1024
 MULTIPART_OVERHEAD = 64 * 1024
-DEFAULT_MESSAGE_CACHE_MIB = 128  # storage/message_cache.py: some 200,000 messages of one format
+DEFAULT_MESSAGE_CACHE_MIB = 128  # storage/cache/message_cache.py: some 200,000 messages of one format
 
 
 class Settings(msgspec.Struct, kw_only=True):
@@ -58,8 +58,8 @@ class Settings(msgspec.Struct, kw_only=True):
     max_queue_bytes: int = DEFAULT_MAX_QUEUE_BYTES
     max_file_upload_size_mib: int = DEFAULT_MAX_FILE_UPLOAD_SIZE_MIB
     upload_quota_mib: int = DEFAULT_UPLOAD_QUOTA_MIB
-    # MiB of encoded messages GET /messages keeps between fetches (storage/message_cache.py), and an
-    # eighth of that for its readers' flags (storage/flag_cache.py); 0: both off.
+    # MiB of encoded messages GET /messages keeps between fetches (storage/cache/message_cache.py), and an
+    # eighth of that for its readers' flags (storage/cache/flag_cache.py); 0: both off.
     message_cache_mib: int = DEFAULT_MESSAGE_CACHE_MIB
     # Serving HTTPS directly (both or neither): PEM files of the certificate chain and its key.
     tls_cert: str | None = None

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from storage.db import Database
-from storage.write_batch import WriteBatcher
+from storage.db.database import Database
+from storage.db.write_batch import WriteBatcher
 
 R = TypeVar("R")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from storage import flags
+from storage.model import flags
 from tests.browser.helpers import Browser, wait_until
 from tests.channel_helpers import make_channel
 from tests.helpers import Client, LiveServer, assert_success

@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage import alert_words
+from storage.org import alert_words
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

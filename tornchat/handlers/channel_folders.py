@@ -7,8 +7,8 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage import channel_folders
-from storage.channel_folders import MAX_FOLDER_DESCRIPTION_LENGTH, MAX_FOLDER_NAME_LENGTH
+from storage.channels import channel_folders
+from storage.channels.channel_folders import MAX_FOLDER_DESCRIPTION_LENGTH, MAX_FOLDER_NAME_LENGTH
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

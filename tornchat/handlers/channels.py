@@ -6,10 +6,10 @@ from typing import Annotated
 
 import msgspec
 
-from storage.channel_actions import create_channel_with_subscribers
-from storage.channels import CHANNEL_SETTINGS, ChannelOptions
-from storage.errors import ApiError
-from storage.groups import GroupSettingValue
+from storage.channels.channels import CHANNEL_SETTINGS, ChannelOptions
+from storage.membership.channel_actions import create_channel_with_subscribers
+from storage.model.errors import ApiError
+from storage.org.groups import GroupSettingValue
 from tornchat.base import BaseHandler
 from tornchat.params import Json, Params
 

@@ -9,8 +9,8 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage import devices, push_registration
-from storage.push_registration import PushRegistration, PushService
+from storage.push import devices, push_registration
+from storage.push.push_registration import PushRegistration, PushService
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

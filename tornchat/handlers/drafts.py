@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import drafts
-from storage.drafts import DraftData, strip_content
+from storage.messages import drafts
+from storage.messages.drafts import DraftData, strip_content
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import msgspec
 
-from storage.errors import ApiError, missing_argument
-from storage.narrow import parse_narrow
-from storage.register import fetch_initial_state
-from storage.users import User
+from storage.fetch.narrow import parse_narrow
+from storage.model.errors import ApiError, missing_argument
+from storage.model.user import User
+from storage.register.register import fetch_initial_state
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler
 from tornchat.event_queues import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue, bad_queue

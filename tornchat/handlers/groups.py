@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from storage import groups
-from storage.errors import ApiError
-from storage.groups import GroupSettingValue
+from storage.model.errors import ApiError
+from storage.org import groups
+from storage.org.groups import GroupSettingValue
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import linkifiers
+from storage.org import linkifiers
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

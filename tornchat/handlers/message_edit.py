@@ -7,8 +7,8 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage.message_delete import delete_message
-from storage.message_edit import EditRequest, get_message, update_message
+from storage.messages.message_delete import delete_message
+from storage.messages.message_edit import EditRequest, get_message, update_message
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

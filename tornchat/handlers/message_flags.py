@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from storage import message_flags
+from storage.messages import message_flags
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

@@ -7,9 +7,9 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage.message_history import message_history
-from storage.message_render import render_message
-from storage.realm import MAX_MESSAGE_LENGTH
+from storage.messages.message_history import message_history
+from storage.messages.message_render import render_message
+from storage.model.realm import MAX_MESSAGE_LENGTH
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
-from storage import users
-from storage.db import Tx
-from storage.message_fetch import FetchRequest, get_messages
-from storage.messages import SendRequest, send_message
-from storage.users import User
+from storage.db.tx import Tx
+from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.messages.messages import SendRequest, send_message
+from storage.model.user import User
+from storage.org import users
 from tornchat.base import BaseHandler, basic_credentials, success_body
 from tornchat.direct_get import DirectRequest, Serve
 from tornchat.params import Params, decode_json_or_text
@@ -77,7 +77,7 @@ class MessagesHandler(BaseHandler):
 
 def fetch_page(tx: Tx, user: User, p: GetMessages, cache_mib: int) -> dict[str, Any]:
     request = FetchRequest(**msgspec.structs.asdict(p))
-    # `messages` comes encoded from the message cache (storage/message_cache.py) unless it is off.
+    # `messages` comes encoded from the message cache (storage/cache/message_cache.py) unless it is off.
     return get_messages(tx, user, request, cache_mib << 20 or None)
 
 

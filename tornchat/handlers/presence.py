@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import presence
+from storage.org import presence
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

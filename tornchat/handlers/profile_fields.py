@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from storage import profile_fields
-from storage.errors import must_be_admin
+from storage.model.errors import must_be_admin
+from storage.org import profile_fields
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage.reactions import add_reaction, remove_reaction
+from storage.messages.reactions import add_reaction, remove_reaction
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

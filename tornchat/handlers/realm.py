@@ -7,13 +7,13 @@ from typing import Any
 import msgspec
 import tornado.web
 
-from storage import realm_settings
+from storage.org import realm_settings
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
-# One optional field per setting of storage.realm_settings.RealmSettings. Limits are seconds or
+# One optional field per setting of storage.org.realm_settings.RealmSettings. Limits are seconds or
 # "unlimited": JSON (Zulip's Json[int | str]), or the bare word as the zulip package sends a string;
-# storage.realm_settings.parse_time_limit checks them.
+# storage.org.realm_settings.parse_time_limit checks them.
 UpdateRealm: Any = msgspec.defstruct(
     "UpdateRealm",
     [

@@ -6,7 +6,7 @@ import os
 
 import tornado.web
 
-from storage import realm_emoji
+from storage.org import realm_emoji
 from tornchat.base import BaseHandler
 
 # GET and DELETE read no parameters; POST reads only its file part (multipart/form-data).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import saved_snippets
+from storage.messages import saved_snippets
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

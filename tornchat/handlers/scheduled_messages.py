@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from storage import scheduled_messages as storage
-from storage.errors import ApiError
+from storage.messages import scheduled_messages as storage
+from storage.model.errors import ApiError
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import msgspec
 
-from storage import passwords, users
-from storage.errors import ApiError
+from storage.model.errors import ApiError
+from storage.org import passwords, users
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler, check_password
 from tornchat.params import Params

@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import tornado.web
 
-from storage import user_settings
-from storage.user_settings_definitions import SETTINGS
+from storage.org import user_settings
+from storage.org.user_settings_definitions import SETTINGS, check_human
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
@@ -32,7 +32,7 @@ class SettingsHandler(BaseHandler):
 
     def patch(self) -> None:
         # Bots are refused before the parameters are read, as Zulip's decorator does.
-        user_settings.check_human(self.user)
+        check_human(self.user)
         p = self.parse()
         changes = {name: getattr(p, name) for name in SETTINGS if getattr(p, name) is not None}
         self.server.db.write(user_settings.update_user_settings, self.user, changes, p.full_name, p.timezone)

@@ -7,10 +7,10 @@ from typing import Annotated
 import msgspec
 import tornado.web
 
-from storage import channel_admin
-from storage.channel_admin import ChannelFilter, ChannelUpdate, GroupSettingChange
-from storage.channels import CHANNEL_SETTINGS
-from storage.realm import MAX_STREAM_DESCRIPTION_LENGTH
+from storage.channels import channel_admin
+from storage.channels.channel_admin import ChannelFilter, ChannelUpdate, GroupSettingChange
+from storage.channels.channels import CHANNEL_SETTINGS
+from storage.model.realm import MAX_STREAM_DESCRIPTION_LENGTH
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import subscription_settings, subscriptions
-from storage.errors import ApiError
+from storage.membership import subscription_settings, subscriptions
+from storage.model.errors import ApiError
 from tornchat.base import ID, BaseHandler
 from tornchat.handlers.channels import ChannelSettingsParams
 from tornchat.params import Params

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import channel_topics
+from storage.channels import channel_topics
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

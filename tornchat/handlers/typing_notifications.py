@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import tornado.web
 
-from storage import typing_notifications as typing_storage
+from storage.messages import typing_notifications as typing_storage
 from tornchat.base import ID, BaseHandler
 from tornchat.params import Params
 

@@ -15,8 +15,9 @@ from typing import Any
 import tornado.iostream
 import tornado.web
 
-from storage import attachments, upload_files
-from storage.errors import ApiError
+from storage.db import upload_files
+from storage.messages import attachments
+from storage.model.errors import ApiError
 from tornchat.base import ID, BaseHandler
 
 CHUNK_BYTES = 64 * 1024

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 import tornado.web
 
-from storage import user_topics
-from storage.realm import MAX_TOPIC_LENGTH
+from storage.channels import user_topics
+from storage.model.realm import MAX_TOPIC_LENGTH
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 

@@ -6,7 +6,8 @@ from typing import Literal
 
 import msgspec
 
-from storage import accounts, user_changes, users
+from storage.membership import accounts
+from storage.org import user_changes, users
 from tornchat.base import BaseHandler, hash_password
 from tornchat.params import Params
 

@@ -16,11 +16,11 @@ import mimetypes
 import os
 from dataclasses import dataclass
 
-from storage import emoji
+from storage.text import emoji
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 INDEX = "index.html"
-# Built at start from storage/emoji_names.json for the emoji picker: every name Zulip accepts.
+# Built at start from storage/text/emoji_names.json for the emoji picker: every name Zulip accepts.
 EMOJI_NAMES = "emoji-names.json"
 HASH_LENGTH = 16
 # Types the browser must get exactly (module scripts are refused under nosniff unless JavaScript).

@@ -1,0 +1,319 @@
+"""GET /messages: anchors, ranges and message_ids over a narrow (spec 4.5, api-notes 4).
+
+The order of checks is Zulip's (api-notes 4.1), with the spec's two differences: num_before and
+num_after are required unless message_ids is given, and message_ids may not come with any of the
+range parameters, whatever their values.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+import json
+from typing import Any
+
+import msgspec
+
+from storage.cache.flag_cache import entries_for
+from storage.db.tx import Tx
+from storage.fetch.message_access import access_message
+from storage.fetch.message_encoded import ID_COLUMNS, encoded_page
+from storage.fetch.message_objects import (
+    HTML_ROW_COLUMNS,
+    RENDERED,
+    ROW_COLUMNS,
+    Formats,
+    MessageObject,
+    message_tuple_objects,
+)
+from storage.fetch.narrow import MUTED_SQL, MUTED_TOPIC_SQL, Query, Term, bad_narrow, build_query, parse_narrow
+from storage.fetch.narrow_select import find_rows
+from storage.model import recipients
+from storage.model.errors import ApiError, missing_argument
+from storage.model.user import User
+from storage.text.search_highlight import highlight_content, highlight_topic
+
+# The `newest` anchor, returned as it is (a number above any message id).
+LARGER_THAN_MAX_MESSAGE_ID = 10000000000000000
+MAX_MESSAGES_PER_FETCH = 5000
+UNSUPPORTED_COMBINATION = (
+    "Unsupported parameter combination: num_before, num_after, anchor, message_ids, include_anchor,"
+    " use_first_unread_anchor"
+)
+TOO_MANY = f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+# Terms the `with` operator replaces by the conversation of its message (Zulip's list).
+CONVERSATION_OPERATORS = {"stream", "channel", "topic", "dm", "pm-with"}
+
+
+class FetchRequest(msgspec.Struct, kw_only=True):
+    """GET /messages' parameters; None where the client did not send one."""
+
+    anchor: str | None = None
+    anchor_date: str | None = None
+    include_anchor: bool | None = None
+    num_before: int | None = None
+    num_after: int | None = None
+    narrow: Any = None
+    message_ids: list[int] | None = None
+    use_first_unread_anchor: bool | None = None
+    apply_markdown: bool = True
+    client_gravatar: bool = True
+    allow_empty_topic_name: bool = False
+
+
+class Anchor(msgspec.Struct, frozen=True):
+    """A parsed anchor: a number, or what to look for (first_unread, the first message since `date`)."""
+
+    value: int = 0
+    kind: str = "id"  # id | first_unread | date
+    date: int = 0
+
+
+def check_combination(request: FetchRequest) -> None:
+    """message_ids excludes every range parameter (spec 4.5), and those need num_before/num_after."""
+    range_parameters = (
+        request.num_before, request.num_after, request.anchor, request.include_anchor, request.use_first_unread_anchor
+    )  # fmt: skip
+    if request.message_ids is not None:
+        if any(value is not None for value in range_parameters):
+            raise ApiError(UNSUPPORTED_COMBINATION)
+        return
+    for name in ("num_before", "num_after"):
+        if getattr(request, name) is None:
+            raise missing_argument(name)
+
+
+def parse_anchor(request: FetchRequest) -> Anchor:
+    """Return the anchor asked for; use_first_unread_anchor=true overrides `anchor` (clients send both)."""
+    if request.use_first_unread_anchor:
+        return Anchor(kind="first_unread")
+    anchor = request.anchor
+    if anchor is None:
+        raise ApiError("Missing 'anchor' argument.")
+    if anchor in ("newest", "oldest"):
+        return Anchor(LARGER_THAN_MAX_MESSAGE_ID if anchor == "newest" else 0)
+    if anchor == "first_unread":
+        return Anchor(kind="first_unread")
+    if anchor == "date":
+        return Anchor(kind="date", date=parse_anchor_date(request.anchor_date))
+    try:
+        value = int(anchor)
+    except ValueError:
+        raise ApiError("Invalid anchor") from None
+    return Anchor(min(max(value, 0), LARGER_THAN_MAX_MESSAGE_ID))
+
+
+def parse_anchor_date(value: str | None) -> int:
+    """Return the moment (UTC seconds) of an ISO 8601 date (midnight UTC) or datetime (UTC if naive)."""
+    if value is None:
+        raise missing_argument("anchor_date")
+    try:
+        moment = datetime.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ApiError("Invalid anchor_date") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp())
+
+
+def check_sizes(request: FetchRequest) -> None:
+    requested = (
+        len(request.message_ids)
+        if request.message_ids is not None
+        else (request.num_before or 0) + (request.num_after or 0)
+    )
+    if requested > MAX_MESSAGES_PER_FETCH:
+        raise ApiError(TOO_MANY)
+    if (request.num_before or 0) > 0 and (request.num_after or 0) > 0 and request.include_anchor is False:
+        raise ApiError("The anchor can only be excluded at an end of the range")
+
+
+def rewrite_with(tx: Tx, user: User, terms: list[Term]) -> list[Term]:
+    """Replace `with:<id>` by the channel and topic (or conversation) of that message (Zulip's rules).
+
+    A message the user may not read leaves the other terms as they are if they name a conversation
+    themselves, and is an error otherwise.
+    """
+    with_terms = [t for t in terms if t.operator == "with"]
+    if not with_terms:
+        return terms
+    if len(with_terms) > 1:
+        desc = "Duplicate 'with' operators."
+        raise ApiError(f"Invalid narrow operator combination: {desc}", "BAD_NARROW", data={"desc": desc})
+    rest = [t for t in terms if t.operator != "with"]
+    try:
+        message_id = int(str(with_terms[0].operand))
+    except ValueError:
+        raise bad_narrow("Invalid 'with' operator") from None
+    try:
+        row, _ = access_message(tx, user, message_id, allow_archived=True)
+    except ApiError:
+        if _names_conversation(rest):
+            return rest
+        raise bad_narrow("Invalid 'with' operator") from None
+    kept = [t for t in rest if t.operator not in CONVERSATION_OPERATORS]
+    if row["channel_id"] is not None:
+        return [Term("channel", row["channel_id"]), Term("topic", row["topic"]), *kept]
+    return [Term("dm", recipients.direct_message_group_members(tx, row["recipient_id"])), *kept]
+
+
+def _names_conversation(terms: list[Term]) -> bool:
+    """Zulip's can_narrow_define_conversation: a dm term, or a channel term and a topic term."""
+    operators = {t.operator for t in terms}
+    return bool(operators & {"dm", "pm-with"}) or (bool(operators & {"stream", "channel"}) and "topic" in operators)
+
+
+def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
+    found: int | None
+    if anchor.kind == "first_unread":
+        found = first_unread(tx, query)
+    elif anchor.kind == "date":
+        found = first_since(tx, query, anchor.date)
+    else:
+        return anchor.value
+    return LARGER_THAN_MAX_MESSAGE_ID if found is None else found
+
+
+def first_unread(tx: Tx, query: Query) -> int | None:
+    """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
+    found = find_rows(tx, unread_query(query), ">= ?", [0], False, 1)
+    return found[0][0] if found else None
+
+
+def unread_query(query: Query) -> Query:
+    """The query limited to the user's unread, unmuted rows, driven by user_messages_unread.
+
+    Historical messages are never unread, so the narrow's own driver gives way to the unread index.
+    Inside a channel narrow only topic muting applies: one may read a muted channel (Zulip's rule).
+    """
+    unread = msgspec.structs.replace(
+        query, history=False, driver="flag", flag_condition="unread", driver_params=[],
+        filters=list(query.filters), params=list(query.params),
+    )  # fmt: skip
+    if query.dm_only:  # muting is about channels: nothing to skip
+        return unread
+    if query.channel_id is None:
+        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
+    else:
+        unread.add(MUTED_TOPIC_SQL, [query.user_id], negated=True)
+    return unread
+
+
+# anchor=date: the first message sent at or after a moment, by messages_by_date.
+FIRST_SINCE_SQL = "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1"
+
+
+def first_since(tx: Tx, query: Query, moment: int) -> int | None:
+    """Return the first message matching the query sent at or after `moment` (ids grow with time)."""
+    first = tx.value(FIRST_SINCE_SQL, (moment,))
+    if first is None:
+        return None
+    found = find_rows(tx, query, ">= ?", [first], False, 1)
+    return found[0][0] if found else None
+
+
+def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | None = None) -> dict[str, Any]:
+    """Return the GET /messages response body (without result/msg).
+
+    With `cache_bytes` (the encoded-message cache's bound), `messages` is the encoded array
+    (msgspec.Raw) assembled from that cache (storage/fetch/message_encoded.py); without, a list of MessageObject.
+    """
+    terms = parse_narrow(request.narrow)
+    check_combination(request)
+    anchor = parse_anchor(request) if request.message_ids is None else None
+    terms = rewrite_with(tx, user, terms)
+    check_sizes(request)
+    query = build_query(tx, user, terms)
+    if anchor is None:
+        assert request.message_ids is not None
+        columns = _columns(query, request, cache_bytes)
+        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, columns)
+        body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
+        body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
+        return body
+    assert request.num_before is not None and request.num_after is not None
+    value = anchor_value(tx, query, anchor)
+    rows, found_oldest, found_newest = select_range(
+        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
+        _columns(query, request, cache_bytes), entries_for(cache_bytes),
+    )  # fmt: skip
+    return {
+        "anchor": value,
+        "found_anchor": _holds(rows, value),
+        "found_oldest": found_oldest,
+        "found_newest": found_newest,
+        "history_limited": False,
+        "messages": _objects(tx, request, query, rows, cache_bytes),
+    }
+
+
+def select_range(
+    tx: Tx,
+    query: Query,
+    anchor: int,
+    include_anchor: bool,
+    num_before: int,
+    num_after: int,
+    columns: str | None = None,
+    flag_entries: int = 0,
+) -> tuple[list[tuple[Any, ...]], bool, bool]:
+    """Return (rows ascending, found_oldest, found_newest): one query down and one up from the anchor.
+
+    Rows are tuples of `columns` (default: id, flags); `flag_entries`: find_rows'.
+    """
+    if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
+        num_after = 0
+    comparison = "<= ?" if include_anchor else "< ?"
+    before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns, flag_entries)
+    # Descending and at most the anchor: only the first row can be the anchor.
+    anchor_rows = before[:1] if before and before[0][0] == anchor else []
+    before = before[len(anchor_rows) : len(anchor_rows) + num_before]
+    before.reverse()
+    after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns, flag_entries)
+    found_oldest = anchor == 0 or len(before) < num_before
+    found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
+    return before + anchor_rows + after, found_oldest, found_newest
+
+
+def _holds(rows: list[tuple[Any, ...]], message_id: int) -> bool:
+    """Whether rows (ascending by id) hold this message."""
+    index = bisect.bisect_left(rows, message_id, key=lambda row: row[0])
+    return index < len(rows) and rows[index][0] == message_id
+
+
+def ids_query(query: Query, message_ids: list[int]) -> Query:
+    """The query limited to requested ids, readable channel history included unless `is:` forbids it.
+
+    Outside history mode the hidden-channel filter is already there, so a channel whose history is
+    public to subscribers and is not hidden is one whose history the user may read.
+    """
+    ids = json.dumps(sorted({i for i in message_ids if i < 2**63}))
+    result = msgspec.structs.replace(
+        query, driver="ids", driver_params=[ids], filters=list(query.filters), params=list(query.params)
+    )
+    if not query.history and query.history_allowed:
+        result.history = True
+        result.add("um.message_id IS NOT NULL OR m.channel_id IN"
+                   " (SELECT c.id FROM channels AS c WHERE c.history_public_to_subscribers)", [])  # fmt: skip
+    return result
+
+
+def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> str | None:
+    """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
+    if cache_bytes is None or query.search_terms:
+        return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
+    return ID_COLUMNS
+
+
+def _objects(
+    tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
+) -> list[MessageObject] | msgspec.Raw:
+    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
+    if cache_bytes is not None:
+        return encoded_page(tx, rows, formats, query.search_terms, cache_bytes)
+    objects = message_tuple_objects(tx, rows, formats)
+    if query.search_terms:
+        for obj, row in zip(objects, rows, strict=True):
+            obj.match_content = highlight_content(row[RENDERED], query.search_terms)
+            obj.match_subject = highlight_topic(obj.subject, query.search_terms)
+    return objects

@@ -1,0 +1,196 @@
+"""A built narrow Query as SQL, and running it within the request's CPU budget (storage/fetch/narrow.py builds it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from storage.cache.directory import directory
+from storage.db.tx import QueryBudgetExceeded, Tx
+from storage.fetch.narrow import IS_FLAG_CONDITIONS, Query
+from storage.model.errors import ApiError
+
+# Within narrow.py's bounds, terms that reject every row still walk the whole history: the queries
+# of one request share a CPU budget (storage/db.py, Tx.bounded) and this answer ends them when spent.
+NARROW_TOO_SLOW = "narrow took too long to search; add a channel, topic or sender term"
+
+DRIVER_WHERE = {
+    "recipient": "m.recipient_id = ?",
+    "topic": "m.recipient_id = ? AND m.topic_key = ?",
+    "sender": "m.sender_id = ?",
+    "id": "m.id = ?",
+    "ids": "m.id IN (SELECT value FROM json_each(?))",
+    "all": "1",
+    "fts": "messages_fts MATCH ?",
+}
+# storage/cache/flag_cache.py: a viewer's flags not kept (a kept one is a bit set, or None: no row).
+_MISSING = -1
+FLAGS_OF_SQL = (
+    "SELECT message_id, flags FROM user_messages WHERE user_id = ? AND message_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def select_sql(
+    query: Query,
+    comparison: str,
+    descending: bool,
+    limit: int | None,
+    columns: str | None = None,
+    join_viewer: bool = True,
+) -> tuple[str, list[Any]]:
+    """Return SQL and parameters selecting matching messages on one side of an anchor.
+
+    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?"; `columns`
+    what to select from `m` and `um` (default: id, flags). Without `join_viewer`, a history-mode
+    range reads `m` alone (SQLite keeps an unused LEFT JOIN): `columns` and filters must not name `um`.
+    """
+    if not join_viewer:
+        assert query.history and query.driver in HISTORY_RANGES, query.driver
+    params: list[Any] = [query.user_id] if join_viewer else []
+    if query.driver in ("um", "flag"):
+        order_column = "um.message_id"
+        # Without statistics SQLite prefers the primary key to an equally keyed partial index.
+        condition, index = IS_FLAG_CONDITIONS[query.flag_condition] if query.driver == "flag" else ("", "")
+        indexed = f" INDEXED BY {index}" if index else ""
+        source = f"user_messages AS um{indexed} CROSS JOIN messages AS m ON m.id = um.message_id"
+        if not query.filters and columns is None:  # nothing reads `m`: the user's rows alone answer
+            source = f"user_messages AS um{indexed}"
+        where = ["um.user_id = ?"] + ([condition] if condition else [])
+    elif query.driver == "fts":
+        order_column = "messages_fts.rowid"
+        source = (
+            "messages_fts CROSS JOIN user_messages AS um ON um.user_id = ? AND um.message_id = messages_fts.rowid"
+            " CROSS JOIN messages AS m ON m.id = messages_fts.rowid"
+        )
+        where = [DRIVER_WHERE["fts"]]
+        params.extend(query.driver_params)
+    else:
+        order_column = "m.id"
+        join = "LEFT JOIN" if query.history else "CROSS JOIN"
+        source = "messages AS m"
+        if join_viewer:
+            source += f" {join} user_messages AS um ON um.user_id = ? AND um.message_id = m.id"
+        where = [DRIVER_WHERE[query.driver]]
+        params.extend(query.driver_params)
+    filters, filter_params = _filters(query)
+    where.extend(f"({f})" for f in filters)
+    params.extend(filter_params)
+    where.append(f"{order_column} {comparison}")
+    selected = columns or f"{order_column} AS id, um.flags AS flags"
+    sql = f"SELECT {selected} FROM {source} WHERE {' AND '.join(where)}"
+    if query.driver != "id":  # an id term matches one row at most: nothing to order
+        sql += f" ORDER BY {order_column} {'DESC' if descending else 'ASC'}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql, params
+
+
+# Drivers whose index range, joined to user_messages with a LEFT JOIN (history mode), yields a row
+# for every entry: nothing but filters can skip one.
+HISTORY_RANGES = ("recipient", "topic", "sender", "all")
+
+
+def every_row_matches(query: Query) -> bool:
+    """Whether every row the driving scan reads is a match: no filter is left to test, and no join skips one.
+
+    The user's own rows (um, flag) all match; a message range does in history mode, where a message
+    without the user's row still shows. Outside it the join skips those, and search's MATCH is no range.
+    """
+    if query.driver not in ("um", "flag") and not (query.history and query.driver in HISTORY_RANGES):
+        return False
+    return len(query.filters) == len(_implied(query))  # each implied entry is one filter
+
+
+def _implied(query: Query) -> list[tuple[int, int, int]]:
+    """The query's implied filters that hold for its current driving scan (none once it changed)."""
+    return query.implied if query.implied_for == (query.driver, query.driver_params) else []
+
+
+def _filters(query: Query) -> tuple[list[str], list[Any]]:
+    """The query's filters and their parameters, less those its driving scan already guarantees."""
+    implied = _implied(query)
+    if not implied:
+        return query.filters, query.params
+    filters, params = list(query.filters), list(query.params)
+    for filter_index, param_index, count in sorted(implied, reverse=True):
+        del filters[filter_index]
+        del params[param_index : param_index + count]
+    return filters, params
+
+
+def find_rows(
+    tx: Tx,
+    query: Query,
+    comparison: str,
+    values: list[Any],
+    descending: bool,
+    limit: int | None,
+    columns: str | None = None,
+    flag_entries: int = 0,
+) -> list[tuple[Any, ...]]:
+    """Return tuples of `columns` of matching messages.
+
+    The default columns are id and flags, flags None for historical rows. With `flag_entries` (the
+    bound of storage/cache/flag_cache.py), a query keeps_flags accepts takes its flags from that cache.
+    """
+    if query.empty or limit == 0:
+        return []
+    if flag_entries and keeps_flags(query, columns, limit):
+        return _rows_with_kept_flags(tx, query, comparison, values, descending, limit, flag_entries)
+    sql, params = select_sql(query, comparison, descending, limit, columns)
+    if limit is not None and every_row_matches(query):
+        # The scan stops after `limit` rows: the budget's progress handler (a Python call every
+        # PROGRESS_STEPS instructions, set and cleared around the statement) is not needed.
+        return tx.tuples(sql, params + values)
+    try:
+        return tx.bounded(sql, params + values)
+    except QueryBudgetExceeded:
+        raise ApiError(NARROW_TOO_SLOW) from None
+
+
+def keeps_flags(query: Query, columns: str | None, limit: int | None) -> bool:
+    """Whether find_rows' (id, flags) rows of this query can come from the narrow's index and the cache.
+
+    A history-mode range with nothing left to filter: every message of the index range is a row,
+    flagged or historical, so the range's LIMIT is the page's.
+    """
+    return (
+        columns is None
+        and limit is not None
+        and query.history
+        and query.driver in HISTORY_RANGES
+        and every_row_matches(query)
+    )
+
+
+def _rows_with_kept_flags(
+    tx: Tx, query: Query, comparison: str, values: list[Any], descending: bool, limit: int | None, entries: int
+) -> list[tuple[Any, ...]]:
+    """(id, flags) rows: ids from the narrow's index, flags from the viewer's kept ones (cache/flag_cache.py)."""
+    cache = directory(tx).flags
+    cache.limit = entries
+    kept = cache.of(query.user_id)
+    if kept is None:  # a viewer not seen yet: the usual join, and its flags kept
+        rows = find_rows(tx, query, comparison, values, descending, limit)
+        cache.misses += len(rows)
+        if tx.unwritten():
+            cache.keep(query.user_id, dict(rows))
+        return rows
+    sql, params = select_sql(query, comparison, descending, limit, "m.id", join_viewer=False)
+    ids = [row[0] for row in tx.tuples(sql, params + values)]
+    flags = [kept.get(message_id, _MISSING) for message_id in ids]
+    if _MISSING not in flags:
+        cache.hits += len(ids)
+        return list(zip(ids, flags, strict=True))
+    missing = [message_id for message_id, bits in zip(ids, flags, strict=True) if bits == _MISSING]
+    read = dict(tx.tuples(FLAGS_OF_SQL, (query.user_id, msgspec.json.encode(missing).decode())))
+    fresh = {message_id: read.get(message_id) for message_id in missing}
+    cache.misses += len(missing)
+    cache.hits += len(ids) - len(missing)
+    if tx.unwritten():
+        cache.keep(query.user_id, fresh)
+    return [
+        (message_id, fresh[message_id] if bits == _MISSING else bits)
+        for message_id, bits in zip(ids, flags, strict=True)
+    ]

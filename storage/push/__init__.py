@@ -1,0 +1,1 @@
+"""Mobile push notifications: devices, registration, the outbox and the notifications themselves."""

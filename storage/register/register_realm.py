@@ -1,0 +1,83 @@
+"""POST /register's `realm` state beyond the basic limits: settings the server keeps and the honest
+values of features it does not have (no logo upload, video calls, invitations, email, billing, GIFs).
+
+Each value is either read from the realm row (enforced elsewhere) or states what this server does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from storage.db.tx import Tx
+from storage.model.realm import Realm
+from storage.org import passwords, profile_fields, realm_settings, users
+
+PLAN_TYPE_SELF_HOSTED = 1
+ORG_TYPE_UNSPECIFIED = 0
+VIDEO_CHAT_DISABLED = 0
+# Zulip's avatar size limit; avatars here come from Gravatar only (no upload endpoint).
+MAX_AVATAR_FILE_SIZE_MIB = 5
+NO_CHANNEL = -1  # announcement channels: none is configured
+
+
+def realm_icon_url(realm: Realm) -> str:
+    """Zulip's icon of a realm without an uploaded one: the Gravatar identicon of its URL."""
+    digest = hashlib.md5(realm.url.lower().encode(), usedforsecurity=False).hexdigest()
+    return f"https://secure.gravatar.com/avatar/{digest}?d=identicon&version=1"
+
+
+def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any]:
+    """The realm_* keys a client reads at start, as Zulip's fetch_initial_state_data sends them."""
+    row = tx.one("SELECT topics_policy FROM realm")
+    assert row is not None
+    icon = realm_icon_url(realm)
+    state: dict[str, Any] = realm_settings.realm_settings_state(tx)
+    state.update({
+        "realm_description": "",
+        "realm_default_language": "en",
+        # Presence is always on: the realm has no setting to turn it off.
+        "realm_presence_disabled": False,
+        "realm_mandatory_topics": row["topics_policy"] == "disable_empty_topic",
+        "realm_emails_restricted_to_domains": False,
+        "realm_icon_url": icon, "realm_icon_source": "G",
+        # No logo upload: clients get the icon, marked as the default ("D").
+        "realm_logo_url": icon, "realm_logo_source": "D", "realm_night_logo_url": icon, "realm_night_logo_source": "D",
+        "realm_available_video_chat_providers": {"disabled": {"name": "None", "id": VIDEO_CHAT_DISABLED}},
+        "realm_video_chat_provider": VIDEO_CHAT_DISABLED,
+        "realm_jitsi_server_url": None, "server_jitsi_server_url": None,
+        "realm_push_notifications_enabled": push_enabled,
+        "realm_push_notifications_enabled_end_timestamp": None,
+        "realm_plan_type": PLAN_TYPE_SELF_HOSTED, "realm_org_type": ORG_TYPE_UNSPECIFIED,
+        "realm_upload_quota_mib": None,  # no realm-wide quota (uploads have a per-user one)
+        "max_avatar_file_size_mib": MAX_AVATAR_FILE_SIZE_MIB,
+        "realm_avatar_changes_disabled": True, "server_avatar_changes_disabled": True,
+        "realm_name_changes_disabled": False, "server_name_changes_disabled": False,
+        "realm_email_changes_disabled": True,  # PATCH /settings does not change emails
+        "realm_invite_required": True,  # no self sign-up: administrators create accounts
+        "realm_digest_emails_enabled": False, "realm_send_welcome_emails": False,  # the server sends no email
+        "realm_email_auth_enabled": True, "realm_password_auth_enabled": True,
+        "realm_authentication_methods": {"Email": {"enabled": True, "available": True}},
+        "realm_inline_url_embed_preview": False,
+        "realm_enable_read_receipts": False,
+        "realm_is_zephyr_mirror_realm": False,
+        "realm_bot_domain": realm.email_host,
+        "realm_default_code_block_language": "",
+        "realm_demo_organization_scheduled_deletion_date": None,
+        "realm_new_stream_announcements_stream_id": NO_CHANNEL,
+        "realm_signup_announcements_stream_id": NO_CHANNEL,
+        "realm_zulip_update_announcements_stream_id": NO_CHANNEL,
+        "password_min_length": users.MIN_PASSWORD_LENGTH, "password_max_length": passwords.MAX_PASSWORD_LENGTH,
+        "server_needs_upgrade": False, "development_environment": False,
+        # Search is SQLite FTS5, which drops no stop words.
+        "stop_words": [],
+        "giphy_api_key": "",  # no GIF picker
+    })  # fmt: skip
+    return state
+
+
+def custom_profile_field_types() -> dict[str, dict[str, Any]]:
+    """Zulip's custom_profile_field_types: the field types this server supports, by constant name."""
+    names = ("SHORT_TEXT", "LONG_TEXT", "SELECT", "DATE", "URL", "USER", "EXTERNAL_ACCOUNT", "PRONOUNS")
+    types = {getattr(profile_fields, name): name for name in names}
+    return {types[i]: {"id": i, "name": label} for i, label in profile_fields.FIELD_TYPES.items()}

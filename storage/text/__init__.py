@@ -1,0 +1,1 @@
+"""Text: Markdown, emoji, linkifiers applied to text and topics, search highlights."""
