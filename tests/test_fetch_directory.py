@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from storage.cache import directory as directory_module
+from storage.cache import journal as journal_module
 from storage.cache.directory import directory
 from storage.db.database import connect
 from storage.org import groups
@@ -166,16 +166,16 @@ def test_triggers_created_in_a_rolled_back_transaction_are_created_again(tmp_pat
 
         def first_use_then_fail(tx):
             directory(tx)
-            assert tx.value(directory_module.COUNT_TRIGGERS) == directory_module.TRIGGER_COUNT
+            assert tx.value(journal_module.COUNT_TRIGGERS) == journal_module.TRIGGER_COUNT
             raise RuntimeError("rolled back")
 
         with pytest.raises(RuntimeError):
             db.write(first_use_then_fail)
-        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == 0
-        assert not db.conn.directory.installed
+        assert db.read(lambda tx: tx.value(journal_module.COUNT_TRIGGERS)) == 0
+        assert not db.conn.journal.installed
         db.read(lambda tx: directory(tx))
-        assert db.read(lambda tx: tx.value(directory_module.COUNT_TRIGGERS)) == directory_module.TRIGGER_COUNT
-        assert db.conn.directory.installed
+        assert db.read(lambda tx: tx.value(journal_module.COUNT_TRIGGERS)) == journal_module.TRIGGER_COUNT
+        assert db.conn.journal.installed
     finally:
         db.close()
 

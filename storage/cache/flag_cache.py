@@ -1,21 +1,23 @@
-"""A viewer's flags of the messages their pages showed, kept between fetches (issue 12).
+"""A viewer's flags of the messages their pages showed, kept between fetches.
 
 A page of a channel, topic or sender narrow in history mode reads its messages' ids from the
 narrow's index and each one's flags from user_messages: one primary-key probe per message, about
-two thirds of the page's SQL. Once a page was read, its (message id -> flags) pairs are kept per
-viewer, and the next page over those messages reads only the index: a message without a kept
-flag is looked up in one query.
+two thirds of the page's SQL (bench/README.md: GET /messages against the floor, seventh round).
+Once a page was read, its (message id -> flags) pairs are kept per viewer, and the next page over
+those messages reads only the index: a message without a kept flag is looked up in one query.
 
 What is kept comes from transactions that had written nothing (Tx.unwritten), so it is committed.
-Any statement that writes user_messages empties the whole cache (Tx._cursor), except the inserts
-of a send (Tx.insert_user_messages), which are rows of messages new in that transaction: no
-flag of theirs was read before. Another connection's commit empties it with the rest of the
-directory (storage/cache/directory.py). Bounded by entries, the least recently used viewer first.
+The change journal (storage/cache/journal.py) tells the cache of every statement that writes
+user_messages, and the whole cache is emptied; the inserts of a send (Tx.insert_user_messages) are
+not told, as they are rows of messages new in that transaction: no flag of theirs was read before.
+Another connection's commit empties it too. Bounded by entries, the least recently used viewer first.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+
+from storage.cache.journal import USER_MESSAGES
 
 # Bytes one kept flag is counted as (tracemalloc: 79 a flag for viewers of 50, the dict's slot and
 # the message id; flags are small ints); the cache may use an eighth of the encoded-message cache's bound.
@@ -64,3 +66,11 @@ class FlagCache:
     def clear(self) -> None:
         self.viewers.clear()
         self.size = 0
+
+    def drop(self, kind: str, key: int, added: bool) -> None:
+        """The change journal's report of a write (storage/cache/journal.py): any to user_messages empties it."""
+        if kind == USER_MESSAGES:
+            self.clear()
+
+    def reset(self) -> None:
+        self.clear()

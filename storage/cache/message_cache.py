@@ -1,4 +1,4 @@
-"""Encoded messages, kept between fetches (issue 12 point 3).
+"""Encoded messages, kept between fetches.
 
 A message's JSON does not change from one GET /messages to the next except for the viewer's flags
 (and, for search narrows, the highlights). So each message object is encoded once per format
@@ -6,12 +6,12 @@ A message's JSON does not change from one GET /messages to the next except for t
 those bytes with a tail per flag set: `{...,"flags":[...]}`, the same bytes as encoding the whole
 object, whose last keys are flags (and match_content, match_subject).
 
-The cache belongs to a connection's directory (storage/cache/directory.py) and its triggers keep it
-right: a write to a message or its reactions drops that message's entries; a write to what
-messages show of users (storage/cache/directory.py: SENDER_COLUMNS), a channel's name, the realm or
-direct-message conversations, or another linkifier version, drops them all, except new rows no
-message shows yet (a channel, a recipient, a new conversation's members).
-Nothing is kept while a reported write may still be uncommitted. Bounded by bytes (MessageCache).
+One cache per connection, held by its directory and told of writes by the change journal
+(storage/cache/journal.py): a write to a message or its reactions drops that message's entries; a
+write to what messages show of users (journal.py: SENDER_COLUMNS), a channel's name, the realm,
+direct-message conversations or the linkifiers drops them all, except new rows no message shows yet
+(a channel, a recipient, a new conversation's members). Nothing is kept while a reported write may
+still be uncommitted (storage/fetch/message_encoded.py asks the journal). Bounded by bytes.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from storage.model.flags import flag_list
 # Bytes an entry costs besides its value's length: the bytes object's header, the key int and the ordered
 # dict's slot and links (tracemalloc: about 140 for 600-byte values; a little more counts the bound safely).
 ENTRY_OVERHEAD = 160
+
+# The journal's kinds whose writes change what any message object shows (besides "messages", one message).
+SHOWN_KINDS = frozenset({"senders", "channel_names", "realm", "recipients", "groups", "linkifiers"})
 
 # A format is 3 bits: apply_markdown, client_gravatar, allow_empty_topic_name.
 FORMAT_BITS = 3
@@ -52,7 +55,6 @@ class MessageCache:
         self.sizes = [0] * (1 << FORMAT_BITS)
         self.size = 0
         self.limit = 0  # bytes; each page sets it (tornchat/settings.py: message_cache_mib)
-        self.linkifier_key: object = None
         self.hits = 0
         self.misses = 0
 
@@ -76,7 +78,7 @@ class MessageCache:
     def put(self, shape: int, message_id: int, value: bytes) -> None:
         if self.limit <= 0:
             return
-        self.drop(shape, message_id)
+        self._discard(shape, message_id)
         cost = len(value) + ENTRY_OVERHEAD
         self.entries[shape][message_id] = value
         self.sizes[shape] += cost
@@ -87,11 +89,21 @@ class MessageCache:
             self.sizes[largest] -= len(dropped) + ENTRY_OVERHEAD
             self.size -= len(dropped) + ENTRY_OVERHEAD
 
+    def drop(self, kind: str, key: int, added: bool) -> None:
+        """The change journal's report of a write (storage/cache/journal.py)."""
+        if kind == "messages":
+            self.drop_message(key)
+        elif kind in SHOWN_KINDS and not added:
+            self.clear()
+
+    def reset(self) -> None:
+        self.clear()
+
     def drop_message(self, message_id: int) -> None:
         for shape in range(1 << FORMAT_BITS):
-            self.drop(shape, message_id)
+            self._discard(shape, message_id)
 
-    def drop(self, shape: int, message_id: int) -> None:
+    def _discard(self, shape: int, message_id: int) -> None:
         value = self.entries[shape].pop(message_id, None)
         if value is not None:
             self.sizes[shape] -= len(value) + ENTRY_OVERHEAD

@@ -33,9 +33,9 @@ MMAP_SIZE = 4 << 30
 
 
 class Connection(sqlite3.Connection):
-    """A connection that can carry its in-memory copies (storage/cache/directory.py installs them on first use)."""
+    """A connection that can carry its change journal (storage/cache/journal.py installs it on first use)."""
 
-    directory: Any = None
+    journal: Any = None
 
 
 def connect(path: str) -> sqlite3.Connection:
@@ -48,6 +48,9 @@ def connect(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA busy_timeout = 5000")
+    # INSERT OR REPLACE deletes the rows it replaces: with recursive triggers on, that fires their DELETE
+    # triggers, so the change journal (storage/cache/journal.py) hears of every row a statement removes.
+    conn.execute("PRAGMA recursive_triggers = ON")
     # Page cache and memory map sized for the database (issue 12): SQLite's default 2 MB cache
     # makes a page of 1,000 messages over a large file miss often. Both are ceilings: pages are
     # allocated as read, and the map covers only the file as it is.
@@ -134,10 +137,12 @@ class Database:
                     continue  # refused before writing anything: the others go on
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
+                self._ended()
                 return sorted([i for i, _ in kept] + indexes[position + 1 :])
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
+                self._ended()
                 raise
             outcomes[index] = (None, result)
             kept.append((index, tx))
@@ -152,14 +157,21 @@ class Database:
         except BaseException as error:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            self._ended()
             for index, _ in kept:
                 outcomes[index] = (error, None)
             if not isinstance(error, Exception):
                 raise
             return
+        self._ended()
         self._committed()
         for _, tx in kept:
             self._after_commit(tx)
+
+    def _ended(self) -> None:
+        """The transaction is over, committed or not: the change journal settles the writes it was told of."""
+        if self.conn.journal is not None:  # storage/cache/journal.py installs it on first use
+            self.conn.journal.settle()
 
     def _committed(self) -> None:
         if self.checkpointer is not None:
@@ -181,8 +193,10 @@ class Database:
         except BaseException:
             if self.conn.in_transaction:  # an interrupted write statement rolls back by itself
                 self.conn.execute("ROLLBACK")
+            self._ended()
             raise
         self.conn.execute("COMMIT")
+        self._ended()
         if begin != "BEGIN":
             self._committed()
         self._after_commit(tx)

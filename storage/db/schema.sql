@@ -386,6 +386,15 @@ CREATE INDEX drafts_by_user ON drafts (user_id, last_edit_time, id);
 
 CREATE INDEX linkifiers_by_order ON linkifiers (sort_order, id);
 
+CREATE TRIGGER linkifiers_version_delete AFTER DELETE ON linkifiers
+BEGIN UPDATE linkifier_state SET version = version + 1; END;
+
+CREATE TRIGGER linkifiers_version_insert AFTER INSERT ON linkifiers
+BEGIN UPDATE linkifier_state SET version = version + 1; END;
+
+CREATE TRIGGER linkifiers_version_update AFTER UPDATE ON linkifiers
+BEGIN UPDATE linkifier_state SET version = version + 1; END;
+
 CREATE INDEX messages_by_date ON messages (date_sent, id);
 
 CREATE INDEX messages_by_recipient ON messages (recipient_id, id);

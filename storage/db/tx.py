@@ -22,7 +22,7 @@ DEFAULT_QUERY_BUDGET = 0.25
 # SQLite virtual-machine instructions between two looks at the clock (about 0.1 ms; 1,000 cost 10%).
 PROGRESS_STEPS = 10_000
 INSERT_USER_MESSAGES = "INSERT INTO user_messages (user_id, message_id, flags) VALUES (?, ?, ?)"
-# A statement that writes user_messages (storage/flag_cache.py keeps flags read from it): INSERT,
+# A statement that writes user_messages (storage/cache/flag_cache.py keeps flags read from it): INSERT,
 # REPLACE, UPDATE or DELETE naming the table as its target, whatever precedes it (a WITH clause).
 _WRITES_USER_MESSAGES = re.compile(
     r"\b(?:(?:INSERT|REPLACE)(?:\s+OR\s+\w+)?\s+INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)"
@@ -39,7 +39,7 @@ class Tx:
     """One open transaction: SQL helpers, the clock, and events waiting for the commit."""
 
     __slots__ = (
-        "conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred", "directory_checked",
+        "conn", "now", "events", "after_commit", "budget", "cpu_clock", "deferred", "journal_checked",
         "changes_at_begin",
     )  # fmt: skip
 
@@ -60,7 +60,7 @@ class Tx:
         self.cpu_clock = cpu_clock
         # user_messages rows not inserted yet (shared by the calls of one batch): insert_user_messages.
         self.deferred: list[tuple[int, int, int]] = [] if deferred is None else deferred
-        self.directory_checked = False  # storage/directory.py: the connection's copies checked in this transaction
+        self.journal_checked = False  # storage/cache/journal.py: other connections' commits looked at
         # The connection's total_changes when the transaction began (None: not known, as if written).
         self.changes_at_begin = changes_at_begin
 
@@ -77,7 +77,7 @@ class Tx:
         transaction that names user_messages inserts them first, so no one reads around them.
 
         Only rows of messages inserted in the same transaction: no flags of them can have been read
-        before, so storage/flag_cache.py is not told of these rows (every other write is: _cursor).
+        before, so the change journal is not told of these rows (every other write is: _cursor).
         """
         self.deferred.extend(rows)
 
@@ -97,10 +97,10 @@ class Tx:
         return self.conn
 
     def user_messages_written(self) -> None:
-        """Flags kept from user_messages (storage/flag_cache.py) may be stale from now on: drop them all."""
-        known = getattr(self.conn, "directory", None)
-        if known is not None:
-            known.flags.clear()
+        """Report a statement writing user_messages to the connection's change journal (storage/cache/journal.py)."""
+        journal = getattr(self.conn, "journal", None)
+        if journal is not None:
+            journal.user_messages_written()
 
     def execute(self, sql: str, params: SqlParams = ()) -> sqlite3.Cursor:
         return self._cursor(sql).execute(sql, params)

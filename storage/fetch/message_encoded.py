@@ -39,16 +39,13 @@ def encoded_page(
     cache = known.messages
     cache.limit = limit
     linkifiers = linkify.current(tx)
-    if cache.linkifier_key != linkifiers.key:
-        cache.clear()
-        cache.linkifier_key = linkifiers.key
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
     prefixes = cache.lookup(shape, map(_first, rows))
     missing = [row[0] for row, found in zip(rows, prefixes, strict=True) if found is None] if None in prefixes else []
     cache.hits += len(rows) - len(missing)
     cache.misses += len(missing)
     if missing:
-        keep = not known.pending  # nothing read while a reported write may be uncommitted
+        keep = not known.journal.pending  # nothing read while a reported write may be uncommitted
         if search_terms:  # whole rows: build the missing messages from them
             wanted = set(missing)
             unflagged = [(row[0], *row[2:]) for row in rows if row[0] in wanted]

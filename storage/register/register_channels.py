@@ -10,12 +10,10 @@ order (tests/test_register_cost.py compares them).
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Callable
 from typing import Any, TypeVar
 
-import msgspec
-
+from storage.cache.directory import directory
+from storage.cache.kept import kept
 from storage.channels.channels import (
     POST_POLICY_BY_GROUP,
     RECENTLY_ACTIVE_SECONDS,
@@ -24,7 +22,7 @@ from storage.channels.channels import (
     build_channel_object,
 )
 from storage.db.tx import Tx
-from storage.model.channel import CHANNEL_COLUMNS, Channel
+from storage.model.channel import Channel
 
 R = TypeVar("R")
 
@@ -67,7 +65,7 @@ class ChannelObjects:
     @functools.cached_property
     def channels(self) -> dict[int, Channel]:
         """Every channel by id (shared)."""
-        return kept(self.tx, "channels", _read_channels)
+        return directory(self.tx).all_channels()
 
     @functools.cached_property
     def _groups(self) -> dict[int, tuple[str | None, bool]]:
@@ -162,83 +160,9 @@ class ChannelObjects:
         )
 
 
-# -- kept per connection ----------------------------------------------------------------------
-# What every registration reads of the channels, groups and subscriber counts (counting reads
-# every active subscription: 20,000 rows for 1,000 users in 20 channels each) is kept between
-# registrations, and dropped by temporary triggers on every write to those tables, whatever code
-# path makes it (message statistics change with every message: they are read each time).
-KEPT_CHANGED = "tornchat_register_kept_changed"
-KEPT_TRIGGERS = [
-    f"CREATE TEMP TRIGGER IF NOT EXISTS tornchat_register_kept_{table}_{event.split()[0].lower()} AFTER {event}"
-    f" ON main.{table} BEGIN SELECT {KEPT_CHANGED}(); END"
-    for table, events in (
-        ("subscriptions", ("INSERT", "DELETE", "UPDATE OF user_id, channel_id, active")),
-        ("users", ("INSERT", "DELETE", "UPDATE OF id, is_active")),
-        ("channels", ("INSERT", "DELETE", "UPDATE")),
-        ("recipients", ("INSERT", "DELETE", "UPDATE")),
-        ("user_groups", ("INSERT", "DELETE", "UPDATE")),
-        ("user_group_members", ("INSERT", "DELETE", "UPDATE")),
-        ("user_group_subgroups", ("INSERT", "DELETE", "UPDATE")),
-    )
-    for event in events
-]
-
-
-class _Kept:
-    """One connection's kept values, each with the (generation, PRAGMA data_version) it was read under."""
-
-    def __init__(self) -> None:
-        self.changes = itertools.count()  # next() is atomic: a trigger may fire on another thread
-        self.generation = next(self.changes)  # bumped by every write to the watched tables
-        self.installed = False  # the transaction that created the triggers has committed
-        self.values: dict[str, tuple[tuple[int, int], Any]] = {}
-
-    def changed(self) -> None:
-        self.generation = next(self.changes)
-
-
-def kept(tx: Tx, name: str, read: Callable[[Tx], R]) -> R:
-    """read(tx), kept per connection until a write to the watched tables (shared: do not change it).
-
-    Writes on this connection are reported by temporary triggers, other connections' commits by
-    PRAGMA data_version. A value read in a transaction is kept once it has committed, under the
-    generation it was read at (a write later in it makes it unusable): a rolled-back state is never kept.
-    """
-    conn = tx.conn
-    found: _Kept | None = getattr(conn, "register_kept", None)
-    if found is None:
-        if not hasattr(conn, "__dict__"):  # a plain sqlite3 connection: nothing to keep it on
-            return read(tx)
-        found = conn.register_kept = _Kept()  # type: ignore[attr-defined]
-        conn.create_function(KEPT_CHANGED, 0, found.changed)
-    if not found.installed:
-        for sql in KEPT_TRIGGERS:  # gone again if this transaction rolls back
-            tx.execute(sql)
-        tx.after_commit.append(functools.partial(setattr, found, "installed", True))
-    key = (found.generation, tx.execute("PRAGMA data_version").fetchone()[0])
-    entry = found.values.get(name)
-    if entry is not None and entry[0] == key:
-        return entry[1]
-    value = read(tx)
-
-    def keep() -> None:
-        if found.installed:
-            found.values[name] = (key, value)
-
-    tx.after_commit.append(keep)
-    return value
-
-
 def subscriber_counts(tx: Tx) -> dict[int, int]:
     """Active, non-deactivated subscribers per channel id (channels without any are left out); kept."""
     return kept(tx, "subscriber_counts", lambda tx: dict(tx.execute(SUBSCRIBER_COUNTS_SQL).fetchall()))
-
-
-def _read_channels(tx: Tx) -> dict[int, Channel]:
-    fields = Channel.__struct_fields__
-    rows = tx.execute(f"SELECT {CHANNEL_COLUMNS} FROM channels").fetchall()
-    found = msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[Channel], strict=False)
-    return {channel.id: channel for channel in found}
 
 
 def _read_groups(tx: Tx) -> dict[int, tuple[str | None, bool]]:

@@ -9,13 +9,17 @@ Matching follows Zulip: a match must start at the beginning of the text, after w
 one of `'"(,:<`, and must not be followed by a letter or digit. Every linkifier scans the whole
 text; overlapping matches go to the first-listed linkifier, then the leftmost.
 
-Caches are process-wide and keyed on the database's linkifier_state (token, version), which every
-linkifier change bumps in its own transaction: a change makes every cached entry unreachable.
+Caches are process-wide and keyed on the database's linkifier_state (token, version). Every write to
+linkifiers bumps the version in its own transaction (the triggers of migration 0014), so a change makes
+every cached entry unreachable. A set compiled while a linkifier write is uncommitted (the change
+journal says so: storage/cache/journal.py) gets a key of its own that nothing else shares, so neither
+a rollback nor a later write can leave a cached set stale.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -83,6 +87,7 @@ class LinkMatch(NamedTuple):
 
 
 _compiled_sets: OrderedDict[tuple[str, int], LinkifierSet] = OrderedDict()
+_uncommitted = itertools.count()
 _topic_links: OrderedDict[tuple[str, int, str], list[dict[str, str]]] = OrderedDict()
 _NO_LINKS: list[dict[str, str]] = []  # shared by every topic without links (handed out only to be encoded)
 
@@ -96,17 +101,24 @@ def _remember(cache: OrderedDict[K, V], key: K, value: V, size: int) -> V:
 
 def current(tx: Tx) -> LinkifierSet:
     """Return the compiled linkifiers of the database's current version (compiled once per version)."""
-    key = directory(tx).linkifier_state()
+    known = directory(tx)
+    key = known.linkifier_state()
+    if known.writing("linkifiers"):  # uncommitted rows: a key no other set has, kept nowhere
+        return LinkifierSet((f"{key[0]}:uncommitted:{next(_uncommitted)}", key[1]), _compile(tx))
     found = _compiled_sets.get(key)
     if found is not None:
         return found
+    return _remember(_compiled_sets, key, LinkifierSet(key, _compile(tx)), COMPILED_SETS_CACHE_SIZE)
+
+
+def _compile(tx: Tx) -> list[Linkifier]:
     compiled = []
     for pattern, template in tx.all("SELECT pattern, url_template FROM linkifiers ORDER BY sort_order, id"):
         try:
             compiled.append(Linkifier(compile_pattern(pattern), uri_template.URITemplate(template)))
         except (re2.error, ValueError):
             continue  # validated when saved; a linkifier that fails here matches nothing
-    return _remember(_compiled_sets, key, LinkifierSet(key, compiled), COMPILED_SETS_CACHE_SIZE)
+    return compiled
 
 
 def scan(
