@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db import backup
 from storage.db.database import Database, connect  # noqa: E402
 from storage.model import recipients

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from capacity_load import FILLER, KINDS, TOPICS, Person, Plan, Samples, client_process  # noqa: E402
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database  # noqa: E402
 from storage.membership import subscriptions
 from storage.model import recipients

@@ -46,7 +46,7 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
     """Bootstrap a fresh tornchat with `polls` users in one channel; answer the parent's commands on stdin."""
     import tornado.netutil
 
-    from storage.channels.channels import ChannelOptions, create_channel
+    from storage.channels.channel_creation import ChannelOptions, create_channel
     from storage.membership import subscriptions
     from storage.org import users
     from tornchat.app import Server, make_http_server

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import msgspec  # noqa: E402
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.org import users  # noqa: E402
 from tests.helpers import FakeClock, LiveServer, assert_success  # noqa: E402

@@ -26,7 +26,7 @@ import msgspec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database  # noqa: E402
 from storage.fetch.message_fetch import FetchRequest, get_messages  # noqa: E402
 from storage.model import flags, recipients

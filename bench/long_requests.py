@@ -28,7 +28,7 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.model import recipients
 from storage.org import users  # noqa: E402

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 
 from scheduler import delivery  # noqa: E402
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.messages import scheduled_messages
 from storage.org import users  # noqa: E402

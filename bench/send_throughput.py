@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from capacity import free_port, percentile, process_cpu, profile, start_server  # noqa: E402
 from capacity_load import FILLER, Connection, Person  # noqa: E402
 
-from storage.channels.channels import ChannelOptions, create_channel  # noqa: E402
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database, connect  # noqa: E402
 from storage.membership import subscriptions
 from storage.model import recipients

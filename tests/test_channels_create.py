@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storage.channels import channels
+from storage.channels.channel_creation import default_channel_ids
+from storage.channels.channel_objects import channel_object
 from storage.org import groups
 from tests.channel_helpers import INSUFFICIENT, set_realm_group
 from tests.helpers import assert_error, assert_success
@@ -17,7 +19,7 @@ def group_id(live, name):
 def channel_obj(live, name):
     def read(tx):
         channel = channels.get_channel_by_name(tx, name)
-        return None if channel is None else channels.channel_object(tx, channel, tx.now)
+        return None if channel is None else channel_object(tx, channel, tx.now)
 
     return live.read(read)
 
@@ -181,7 +183,7 @@ def test_folder(live):
 
 def test_default_stream(live):
     assert_success(create(live.make_user(role="admin"), "welcome", is_default_stream=True))
-    assert live.read(channels.default_channel_ids) == [channel_obj(live, "welcome")["stream_id"]]
+    assert live.read(default_channel_ids) == [channel_obj(live, "welcome")["stream_id"]]
     assert_error(create(live.make_user(), "not-default", is_default_stream=True), INSUFFICIENT)
     assert_error(
         create(live.owner, "private-default", invite_only=True, is_default_stream=True),

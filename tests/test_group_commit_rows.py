@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from storage.channels.channels import ChannelOptions, create_channel
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Connection, Database
 from storage.db.tx import Tx
 from storage.model import recipients

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from storage.channels.channels import ChannelOptions, create_channel
+from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database
 from storage.fetch import message_fetch
 from storage.fetch.narrow import Term, build_query

@@ -479,7 +479,7 @@ def test_names_from_the_database_are_escaped(org):
 
 
 def test_channel_links_only_to_channels_the_sender_may_see(tmp_path):
-    from storage.channels import channels as channel_storage
+    from storage.channels import channel_creation as channel_storage
 
     db = Database(os.path.join(str(tmp_path), "db.sqlite3"))
 

@@ -7,7 +7,8 @@ import sqlite3
 import msgspec
 import pytest
 
-from storage.channels.channels import channel_object, has_content_access, has_metadata_access
+from storage.channels.channel_objects import channel_object
+from storage.channels.channels import has_content_access, has_metadata_access
 from storage.membership import subscriptions
 from storage.model.channel import get_channel_by_id
 from storage.org import groups

@@ -13,22 +13,23 @@ from typing import Any
 
 import msgspec
 
+from storage.channels.channel_creation import (
+    check_channel_name,
+    check_description,
+    check_folder,
+    check_web_public_allowed,
+    default_channel_ids,
+    parse_retention,
+)
+from storage.channels.channel_objects import channel_object, stream_post_policy
 from storage.channels.channels import (
     CHANNEL_RULES,
     CHANNEL_SETTINGS,
     TOPICS_POLICIES,
     access_channel_by_id,
     can_administer,
-    channel_object,
-    check_channel_name,
-    check_description,
-    check_folder,
-    check_web_public_allowed,
-    default_channel_ids,
     has_content_access,
     has_metadata_access,
-    parse_retention,
-    stream_post_policy,
     subscriber_ids,
     users_with_metadata_access,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.channels.channels import first_unprintable
+from storage.channels.channel_creation import first_unprintable
 from storage.db.tx import Tx
 from storage.model.errors import ApiError, must_be_admin
 from storage.model.user import User

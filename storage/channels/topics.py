@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.channels.channels import first_unprintable
+from storage.channels.channel_creation import first_unprintable
 from storage.db.tx import Tx, topic_key
 from storage.model.channel import Channel
 from storage.model.errors import ApiError

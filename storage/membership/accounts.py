@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.channels.channels import default_channel_ids
+from storage.channels.channel_creation import default_channel_ids
 from storage.db.tx import Tx
 from storage.membership import subscriptions
 from storage.model.channel import get_channel_by_id

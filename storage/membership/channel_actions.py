@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storage.channels.channel_admin import publish_default_channels
-from storage.channels.channels import ChannelOptions, check_subscriber_ids, create_channel
+from storage.channels.channel_creation import ChannelOptions, check_subscriber_ids, create_channel
 from storage.db.tx import Tx
 from storage.membership import subscriptions
 from storage.model.errors import insufficient_permission

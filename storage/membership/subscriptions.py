@@ -8,14 +8,11 @@ from typing import Annotated, Any
 
 import msgspec
 
+from storage.channels.channel_creation import ChannelOptions, check_channel_name, check_subscriber_ids, create_channel
+from storage.channels.channel_objects import channel_object
 from storage.channels.channels import (
-    ChannelOptions,
     access_channel_by_name,
     can_administer,
-    channel_object,
-    check_channel_name,
-    check_subscriber_ids,
-    create_channel,
     has_content_access,
     has_metadata_access,
     is_subscribed,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from storage.channels import channels
+from storage.channels.channel_creation import default_channel_ids
 from storage.channels.channels import has_content_access, has_metadata_access
 from storage.channels.topics import display_topic
 from storage.channels.user_topics import list_user_topics, muted_checker, muted_topics
@@ -173,7 +173,7 @@ def _user_and_realm_state(
         state["custom_profile_fields"] = profile_fields.list_fields(tx)
         state["custom_profile_field_types"] = register_realm.custom_profile_field_types()
     if want("default_streams"):
-        state["realm_default_streams"] = visible_channels(tx, user, channels.default_channel_ids(tx), objects)
+        state["realm_default_streams"] = visible_channels(tx, user, default_channel_ids(tx), objects)
     if want("stream"):
         active = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
         state["streams"] = visible_channels(tx, user, active, objects)

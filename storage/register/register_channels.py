@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from storage.cache.directory import directory
 from storage.cache.kept import kept
-from storage.channels.channels import (
+from storage.channels.channel_objects import (
     POST_POLICY_BY_GROUP,
     RECENTLY_ACTIVE_SECONDS,
     TRAFFIC_WINDOW_SECONDS,

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import msgspec
 
-from storage.channels.channels import CHANNEL_SETTINGS, ChannelOptions
+from storage.channels.channel_creation import ChannelOptions
+from storage.channels.channels import CHANNEL_SETTINGS
 from storage.membership.channel_actions import create_channel_with_subscribers
 from storage.model.errors import ApiError
 from storage.org.groups import GroupSettingValue
