@@ -32,8 +32,9 @@ from storage.channels.channels import ChannelOptions, create_channel  # noqa: E4
 from storage.membership import subscriptions
 from storage.model import recipients
 from storage.org import users  # noqa: E402
-from tornchat.app import Server, make_http_server  # noqa: E402
+from tornchat.app import make_http_server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
+from tornchat.server import Server  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
 PROBE_SECONDS = 0.002

@@ -33,8 +33,8 @@ from storage.channels.channels import ChannelOptions, create_channel  # noqa: E4
 from storage.membership import subscriptions
 from storage.messages import scheduled_messages
 from storage.org import users  # noqa: E402
-from tornchat.app import Server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
+from tornchat.server import Server  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
 USERS, CHANNELS, SUBSCRIBERS, DIRECT_SHARE = 200, 20, 50, 0.3

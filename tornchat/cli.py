@@ -307,7 +307,8 @@ def _tell_owner_password(settings: Settings, email: str, password: str, from_env
 
 
 async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) -> None:
-    from tornchat.app import Server, make_http_server
+    from tornchat.app import make_http_server
+    from tornchat.server import Server
 
     server_state = Server(settings)
     http_server = make_http_server(server_state, ssl_context)
