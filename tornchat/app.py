@@ -1,4 +1,4 @@
-"""Where the layers meet: the route table and the Tornado application and HTTP server serving a Server."""
+"""Where the layers meet: the Tornado application and HTTP server serving a Server, from the route table."""
 
 from __future__ import annotations
 
@@ -10,81 +10,13 @@ import tornado.httputil
 import tornado.routing
 import tornado.web
 
-from tornchat.base import ID, NotFoundHandler
+from tornchat.base import NotFoundHandler
 from tornchat.direct_get import Dispatch, Serve
-from tornchat.handlers import (
-    alert_words,
-    channel_folders,
-    channels,
-    devices,
-    drafts,
-    events,
-    groups,
-    linkifiers,
-    message_edit,
-    message_flags,
-    message_history,
-    messages,
-    presence,
-    profile_fields,
-    reactions,
-    realm_emoji,
-    saved_snippets,
-    scheduled_messages,
-    server,
-    streams,
-    subscriptions,
-    topics,
-    typing_notifications,
-    uploads,
-    user_topics,
-    web,
-)
-from tornchat.handlers import realm as realm_handlers
-from tornchat.handlers import settings as settings_handlers
-from tornchat.handlers import users as user_handlers
+from tornchat.handlers import messages, realm_emoji, uploads, web
 from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, HTTPServer, log_access
-from tornchat.openapi import OpenApiHandler
+from tornchat.openapi import served_document
+from tornchat.routes import API, ROUTES
 from tornchat.server import Server
-
-API = r"/api/v1"
-ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
-    (r"/server_settings", server.ServerSettingsHandler),
-    (r"/openapi\.json", OpenApiHandler),
-    (r"/fetch_api_key", server.FetchApiKeyHandler),
-    (r"/users", user_handlers.UsersHandler),
-    (r"/users/me", user_handlers.OwnUserHandler),
-    ("/users/" + ID, user_handlers.UserByIdHandler),
-    ("/users/" + ID + "/reactivate", user_handlers.ReactivateUserHandler),
-    (r"/users/([^/]*[^/0-9][^/]*)", user_handlers.UserByEmailHandler),  # an email: not all digits
-    (r"/user_groups", groups.UserGroupsHandler),
-    (r"/user_groups/create", groups.CreateUserGroupHandler),
-    (r"/realm/profile_fields", profile_fields.ProfileFieldsHandler),
-    (r"/channels/create", channels.CreateChannelHandler),
-    *subscriptions.ROUTES,
-    *streams.ROUTES,
-    *channel_folders.ROUTES,
-    *messages.ROUTES,
-    *message_edit.ROUTES,
-    *message_flags.ROUTES,
-    *reactions.ROUTES,
-    *realm_emoji.ROUTES,
-    *events.ROUTES,
-    *scheduled_messages.ROUTES,
-    *drafts.ROUTES,
-    *saved_snippets.ROUTES,
-    *settings_handlers.ROUTES,
-    *realm_handlers.ROUTES,
-    *devices.ROUTES,
-    *linkifiers.ROUTES,
-    *presence.ROUTES,
-    *typing_notifications.ROUTES,
-    *message_history.ROUTES,
-    *uploads.ROUTES,
-    *user_topics.ROUTES,
-    *alert_words.ROUTES,
-    *topics.ROUTES,
-]
 
 
 def log_request(handler: tornado.web.RequestHandler) -> None:
@@ -137,6 +69,7 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
         default_handler_class=NotFoundHandler,
         default_handler_args={"server": server_state},
         log_function=log_request,
+        openapi_document=served_document,  # GET /api/v1/openapi.json (tornchat/handlers/openapi.py)
         **settings,
     )
 
