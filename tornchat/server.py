@@ -16,8 +16,9 @@ from storage.model.realm import get_realm
 from storage.org import users
 from storage.push import push_notifications, push_registration
 from storage.text import rerender
-from tornchat.event_queues import EventQueues, release_garbage_collection
-from tornchat.events import EventBus
+from tornchat.events.bus import EventBus
+from tornchat.events.gc_hold import release_garbage_collection
+from tornchat.events.registry import EventQueues
 from tornchat.push_sender import PushSender
 from tornchat.ratelimit import LoginLimiter
 from tornchat.settings import Settings
