@@ -4,6 +4,8 @@ Read from the code's own import statements, every one of them: at the top of a m
 function, under `if TYPE_CHECKING:`. A cycle dodged by an import inside a function or by a
 type-only import is still a cycle: it means a type or a function sits in the wrong layer.
 In the spirit of Tornado's test/import_test.py, each module must also import on its own.
+Inside tornchat too: the Server below base, base below the handlers, the handlers below the route
+table and app; tornchat/events/ below all of HTTP, its modules in the order its __init__.py gives.
 """
 
 from __future__ import annotations
@@ -242,3 +244,139 @@ def test_modules_stay_under_500_lines():
         name: n for name, path in MODULES.items() if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert long == {}
+
+
+# tornchat's own layers, bottom up (STYLE.md: app.py is the one place where the layers meet). A module
+# not named here sits at the bottom: the package itself, settings, params, the HTTP edge, events, ...
+TORNCHAT_LAYERS = [
+    ("tornchat.server",),  # the Server every handler reaches through self.server
+    ("tornchat.base",),  # the base handler
+    ("tornchat.handlers",),  # one module per resource
+    ("tornchat.routes",),  # the API's route table
+    ("tornchat.openapi",),  # the document of the route table
+    ("tornchat.app",),  # the Application: routes, handlers and Server wired together
+    ("tornchat.cli", "tornchat.__main__"),  # the command line
+]
+# Who may import the handlers besides other handlers: the route table and the Application.
+HANDLER_IMPORTERS = {"tornchat.routes", "tornchat.app"}
+# Who may import the route table: what serves it, documents it, or starts the server.
+ROUTE_TABLE_IMPORTERS = {"tornchat.app", "tornchat.openapi", "tornchat.cli"}
+# tornchat/events/, bottom up (its __init__.py describes them); outside the package it imports only these.
+EVENTS_LAYERS = ["bus", "body", "gc_hold", "queue", "forms", "saved", "registry"]
+EVENTS_MAY_IMPORT = ("storage", "tornchat.settings")
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def tornchat_layer(module: str) -> int | None:
+    if not _within(module, "tornchat"):
+        return None
+    for index, prefixes in enumerate(TORNCHAT_LAYERS, start=1):
+        if any(_within(module, prefix) for prefix in prefixes):
+            return index
+    return 0
+
+
+def events_layer(module: str) -> int | None:
+    if module == "tornchat.events":
+        return len(EVENTS_LAYERS)  # the package: its __init__ may import any of them
+    if not _within(module, "tornchat.events"):
+        return None
+    return EVENTS_LAYERS.index(module.split(".")[2])
+
+
+def tornchat_upward_edges(edges: list[Edge]) -> list[str]:
+    return [
+        f"{e.importer}:{e.line} imports {e.imported}"
+        for e in edges
+        if (low := tornchat_layer(e.importer)) is not None
+        and (high := tornchat_layer(e.imported)) is not None
+        and high > low
+    ]
+
+
+def handler_imports_from_outside(edges: list[Edge]) -> list[str]:
+    return [
+        f"{e.importer}:{e.line} imports {e.imported}"
+        for e in edges
+        if _within(e.imported, "tornchat.handlers")
+        and not _within(e.importer, "tornchat.handlers")
+        and e.importer not in HANDLER_IMPORTERS
+    ]
+
+
+def route_table_imports(edges: list[Edge]) -> list[str]:
+    return [
+        f"{e.importer}:{e.line} imports {e.imported}"
+        for e in edges
+        if e.imported == "tornchat.routes" and e.importer not in ROUTE_TABLE_IMPORTERS
+    ]
+
+
+def events_stray_edges(edges: list[Edge]) -> list[str]:
+    stray = []
+    for e in edges:
+        low = events_layer(e.importer)
+        if low is None:
+            continue
+        high = events_layer(e.imported)
+        outside_allowed = high is None and any(_within(e.imported, allowed) for allowed in EVENTS_MAY_IMPORT)
+        if not (outside_allowed or (high is not None and high < low)):
+            stray.append(f"{e.importer}:{e.line} imports {e.imported}")
+    return stray
+
+
+def test_every_events_module_sits_in_a_layer():
+    loose = [name for name in MODULES if _within(name, "tornchat.events") and name != "tornchat.events"]
+    loose = [name for name in loose if name.split(".")[2] not in EVENTS_LAYERS]
+    assert loose == [], "every tornchat/events/ module is named in EVENTS_LAYERS"
+
+
+def test_tornchat_modules_import_only_downward():
+    """Handlers never import app, the route table, openapi or cli; base and Server import no handler."""
+    assert tornchat_upward_edges(EDGES) == []
+
+
+def test_only_the_route_table_and_app_import_handlers():
+    assert handler_imports_from_outside(EDGES) == []
+    assert route_table_imports(EDGES) == []
+
+
+def test_events_import_only_storage_settings_and_events_below_them():
+    """tornchat/events/ knows nothing of HTTP: no handler, not base, not the Server."""
+    assert events_stray_edges(EDGES) == []
+
+
+def test_the_tornchat_checks_see_what_they_forbid():
+    bad = [
+        Edge("tornchat.handlers.drafts", "tornchat.app", 1, False),
+        Edge("tornchat.handlers.drafts", "tornchat.routes", 2, False),
+        Edge("tornchat.handlers.drafts", "tornchat.cli", 3, True),
+        Edge("tornchat.base", "tornchat.handlers.drafts", 4, False),
+        Edge("tornchat.server", "tornchat.base", 5, False),
+        Edge("tornchat.events.queue", "tornchat.handlers.events", 6, False),
+        Edge("tornchat.events.forms", "tornchat.base", 7, False),
+        Edge("tornchat.events.body", "tornchat.events.queue", 8, False),
+        Edge("tornchat.cli", "tornchat.handlers.drafts", 9, True),
+        Edge("tornchat.events.registry", "tornchat.server", 10, False),
+    ]
+
+    def lines(found: list[str]) -> list[int]:
+        return [int(line.split(":")[1].split()[0]) for line in found]
+
+    assert lines(tornchat_upward_edges(bad)) == [1, 2, 3, 4, 5, 6, 7, 10]
+    assert lines(handler_imports_from_outside(bad)) == [4, 6, 9]
+    assert lines(route_table_imports(bad)) == [2]
+    assert lines(events_stray_edges(bad)) == [6, 7, 8, 10]
+    good = [
+        Edge("tornchat.app", "tornchat.handlers.web", 1, False),
+        Edge("tornchat.handlers.subscriptions", "tornchat.handlers.channels", 2, False),
+        Edge("tornchat.openapi", "tornchat.routes", 3, False),
+        Edge("tornchat.events.registry", "tornchat.events.forms", 4, False),
+        Edge("tornchat.events.queue", "tornchat.settings", 5, False),
+        Edge("tornchat.events.forms", "storage.org.users", 6, False),
+    ]
+    checks = [tornchat_upward_edges, handler_imports_from_outside, route_table_imports, events_stray_edges]
+    assert [check(good) for check in checks] == [[], [], [], []]
