@@ -49,8 +49,9 @@ def serve_tornchat(port: int, polls: int, idle_queues: int) -> None:
     from storage.channels.channel_creation import ChannelOptions, create_channel
     from storage.membership import subscriptions
     from storage.org import users
-    from tornchat.app import Server, make_http_server
+    from tornchat.app import make_http_server
     from tornchat.bootstrap import bootstrap
+    from tornchat.server import Server
     from tornchat.settings import Settings
 
     directory = tempfile.mkdtemp(prefix="h4-fanout-", dir=_tmp())

@@ -30,7 +30,7 @@ from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.org import users  # noqa: E402
 from tests.helpers import FakeClock, LiveServer, assert_success  # noqa: E402
-from tornchat.event_queues import EventQueues  # noqa: E402
+from tornchat.events.registry import EventQueues  # noqa: E402
 
 
 def setup(live: LiveServer, count: int) -> list[users.User]:

@@ -361,7 +361,8 @@ def time_http(settings: Settings, viewer: users.User, cases: dict[str, FetchRequ
     import tornado.httpserver
     import tornado.netutil
 
-    from tornchat.app import Server, make_app
+    from tornchat.app import make_app
+    from tornchat.server import Server
 
     ready, holder = threading.Event(), {}
 

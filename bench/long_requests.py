@@ -1,6 +1,6 @@
 """Long synchronous work on the event loop: how long one request holds tornchat's IOLoop.
 
-A server (tornchat/app.py's Server and HTTP server) runs on an IOLoop in a background thread, with
+A server (tornchat/server.py's Server, tornchat/app.py's HTTP server) runs on an IOLoop in a background thread, with
 a probe callback every 2 ms on the same loop; the longest gap between two probe ticks while a
 request runs is how long every other client waited (the "loop stall"). The request itself is sent
 over HTTP from the main thread, one at a time, and its wall time printed next to the stall.
@@ -32,8 +32,9 @@ from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.model import recipients
 from storage.org import users  # noqa: E402
-from tornchat.app import Server, make_http_server  # noqa: E402
+from tornchat.app import make_http_server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
+from tornchat.server import Server  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
 PROBE_SECONDS = 0.002

@@ -28,7 +28,7 @@ import msgspec  # noqa: E402
 from bench.get_messages import prepare_data  # noqa: E402
 from storage.org import users  # noqa: E402
 from storage.register.register import fetch_initial_state  # noqa: E402
-from tornchat.app import Server  # noqa: E402
+from tornchat.server import Server  # noqa: E402
 
 _encode = msgspec.json.Encoder().encode
 

@@ -3,7 +3,7 @@ Scheduler on a Tornado IOLoop. Measures the total delivery time and how long the
 (what a request arriving during the burst would wait): the event-loop lag seen by a 10 ms timer
 probe, and the wall time of each scheduler turn.
 
-The server is tornchat's own Server (tornchat/app.py) on a fresh temporary database: start()
+The server is tornchat's own Server (tornchat/server.py) on a fresh temporary database: start()
 builds the Scheduler with call_later = IOLoop.call_later and re-arms it on scheduled_messages
 events, exactly as in production. The clock is the wall clock shifted so that every message falls
 due the moment start() runs. Data shape: 200 users, 20 public channels of 50 subscribers each;
@@ -33,8 +33,8 @@ from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.messages import scheduled_messages
 from storage.org import users  # noqa: E402
-from tornchat.app import Server  # noqa: E402
 from tornchat.bootstrap import bootstrap  # noqa: E402
+from tornchat.server import Server  # noqa: E402
 from tornchat.settings import Settings  # noqa: E402
 
 USERS, CHANNELS, SUBSCRIBERS, DIRECT_SHARE = 200, 20, 50, 0.3

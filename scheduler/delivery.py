@@ -56,7 +56,7 @@ def deliver_due(
 class Scheduler:
     """Keeps one timer armed for the next due time; delivers in batches when it fires.
 
-    `arm` is called whenever scheduled messages change (tornchat/app.py does it on every
+    `arm` is called whenever scheduled messages change (tornchat/server.py does it on every
     scheduled_messages event). Everything runs on the IOLoop's thread.
     """
 

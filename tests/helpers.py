@@ -15,8 +15,9 @@ import requests
 import tornado.netutil
 
 from storage.org import groups, passwords, users
-from tornchat.app import Server, make_http_server
+from tornchat.app import make_http_server
 from tornchat.bootstrap import bootstrap
+from tornchat.server import Server
 from tornchat.settings import Settings
 
 ROLE_NAMES = {

@@ -12,9 +12,10 @@ import tornado.httputil
 import tornado.iostream
 
 from tests.helpers import FakeClock
-from tornchat.app import Server, make_app, make_http_server
+from tornchat.app import make_app, make_http_server
 from tornchat.bootstrap import bootstrap
 from tornchat.http_edge import EdgeLimits, HTTPServer
+from tornchat.server import Server
 from tornchat.settings import Settings
 
 

@@ -13,8 +13,8 @@ from storage.org.users import get_user_by_id
 from tests.channel_helpers import make_channel
 from tests.events_helpers import Poll, poll, register, send_direct, send_stream, wait_on_server, wait_until_parked
 from tests.helpers import assert_success
-from tornchat import event_queues
-from tornchat.event_forms import Body, entry_json, prepared
+from tornchat.events import gc_hold
+from tornchat.events.body import Body, entry_json, prepared
 from tornchat.handlers.events import DEFERRED_LOGS
 
 _encode = msgspec.json.Encoder().encode
@@ -135,8 +135,8 @@ def test_a_woken_poll_is_logged_after_its_wave(live, caplog):
 
 
 def test_a_wave_of_polls_holds_the_garbage_collector_until_answered(live, monkeypatch):
-    monkeypatch.setattr(event_queues, "WAVE_QUEUES", 3)
-    monkeypatch.setattr(event_queues, "WAVE_SECONDS", 2.0)
+    monkeypatch.setattr(gc_hold, "WAVE_QUEUES", 3)
+    monkeypatch.setattr(gc_hold, "WAVE_SECONDS", 2.0)
     people = [live.owner, live.make_user(), live.make_user()]
     make_channel(live, "open", [p.id for p in people])
     make_channel(live, "small", [live.owner.id])
@@ -149,5 +149,5 @@ def test_a_wave_of_polls_holds_the_garbage_collector_until_answered(live, monkey
         assert not live.call(gc.isenabled)
         wait_on_server(live, gc.isenabled, "the collector runs again after WAVE_SECONDS")
     finally:
-        live.call(lambda: event_queues._release_garbage_collection(live.loop))
+        live.call(lambda: gc_hold._release_garbage_collection(live.loop))
         gc.enable()

@@ -14,8 +14,8 @@ from tests.channel_helpers import make_channel
 from tests.events_helpers import events_now, poll, register, send_stream
 from tests.helpers import FakeClock, LiveServer, assert_error, assert_success, data_dir_for
 from tornchat.cli import build_parser
-from tornchat.event_forms import EVENT_OVERHEAD, event_size
-from tornchat.event_queues import EventQueues
+from tornchat.events.body import EVENT_OVERHEAD, event_size
+from tornchat.events.registry import EventQueues
 from tornchat.handlers.events import MAX_EVENT_TYPE_LENGTH, MAX_EVENT_TYPES
 from tornchat.settings import DEFAULT_MAX_QUEUE_BYTES, load_settings
 
@@ -128,11 +128,11 @@ def test_the_default_budget_and_the_event_count_limit():
     assert EventQueues(FakeClock()).create(1).max_bytes == DEFAULT_MAX_QUEUE_BYTES == 1024 * 1024
     queues = EventQueues(FakeClock(), max_queue_bytes=10**9)
     queue = queues.create(1)
-    from tornchat import event_queues
+    from tornchat.events import queue as event_queue
 
-    for n in range(event_queues.MAX_EVENTS):
+    for n in range(event_queue.MAX_EVENTS):
         publish(queues, {"type": "test", "n": n}, [1])
-    assert len(queue.entries) == event_queues.MAX_EVENTS and not queue.overflowed
+    assert len(queue.entries) == event_queue.MAX_EVENTS and not queue.overflowed
     publish(queues, {"type": "test"}, [1])
     assert queue.overflowed, "a huge byte budget still stops at MAX_EVENTS events"
 

@@ -20,7 +20,7 @@ from tests.events_helpers import (
     wait_until_unparked,
 )
 from tests.helpers import assert_error, assert_success
-from tornchat import event_queues
+from tornchat.events import queue as event_queue
 
 BAD_QUEUE = "BAD_EVENT_QUEUE_ID"
 
@@ -295,7 +295,7 @@ def test_no_queue_and_blocking_is_an_error(live):
 
 
 def test_overflow_drops_the_queue_and_the_client_registers_again(live, monkeypatch):
-    monkeypatch.setattr(event_queues, "MAX_EVENTS", 5)
+    monkeypatch.setattr(event_queue, "MAX_EVENTS", 5)
     queue_id = register(live.owner)["queue_id"]
     for n in range(5):
         publish(live, [live.owner.id], n=n)
@@ -309,7 +309,7 @@ def test_overflow_drops_the_queue_and_the_client_registers_again(live, monkeypat
 
 
 def test_acknowledged_events_make_room(live, monkeypatch):
-    monkeypatch.setattr(event_queues, "MAX_EVENTS", 3)
+    monkeypatch.setattr(event_queue, "MAX_EVENTS", 3)
     queue_id = register(live.owner)["queue_id"]
     last = -1
     for n in range(10):
@@ -320,7 +320,7 @@ def test_acknowledged_events_make_room(live, monkeypatch):
 
 def test_overflow_at_the_real_limit(live):
     queue_id = register(live.owner)["queue_id"]
-    limit = event_queues.MAX_EVENTS
+    limit = event_queue.MAX_EVENTS
 
     def flood() -> int:
         for n in range(limit + 1):
@@ -347,7 +347,7 @@ def test_head_polls_like_get(live):
 
 
 def test_overflow_under_a_parked_poll(live, monkeypatch):
-    monkeypatch.setattr(event_queues, "MAX_EVENTS", 2)
+    monkeypatch.setattr(event_queue, "MAX_EVENTS", 2)
     queue_id = register(live.owner)["queue_id"]
     waiting = Poll(live.owner, queue_id)
     wait_until_parked(live, queue_id)

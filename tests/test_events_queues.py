@@ -1,4 +1,4 @@
-"""tornchat.event_queues on its own: per-queue formatting of the private keys, delivery rules, save/load."""
+"""tornchat.events on its own: per-queue formatting of the private keys, delivery rules, save/load."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from storage.messages.messages import LOCAL, PUBLIC_CHANNEL, RAW_CONTENT, SENDER
 from storage.model.roles import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER
 from storage.model.user import ADMINS, EVERYONE, MEMBERS, NOBODY
 from tests.helpers import FakeClock
-from tornchat.event_forms import USER_FLAGS, format_for
-from tornchat.event_queues import EventQueues
+from tornchat.events.forms import USER_FLAGS, format_for
+from tornchat.events.registry import EventQueues
 
 SENDER = 7
 
@@ -222,9 +222,9 @@ def test_load_ignores_a_damaged_file(tmp_path, caplog):
 
 
 def test_overflowed_queues_are_not_saved(tmp_path, monkeypatch):
-    from tornchat import event_queues
+    from tornchat.events import queue as event_queue
 
-    monkeypatch.setattr(event_queues, "MAX_EVENTS", 1)
+    monkeypatch.setattr(event_queue, "MAX_EVENTS", 1)
     queues = EventQueues(FakeClock())
     queues.create(1)
     queues.publish({"type": "test"}, [1])

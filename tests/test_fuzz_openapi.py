@@ -19,8 +19,8 @@ import pytest
 import schemathesis
 
 from tests.helpers import Client, LiveServer, assert_success, data_dir_for
-from tornchat.app import ROUTES
 from tornchat.openapi import generate
+from tornchat.routes import ROUTES
 
 FORM = "application/x-www-form-urlencoded"
 ROLES = ["owner", "admin", "moderator", "member", "guest", "bot"]

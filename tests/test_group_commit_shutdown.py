@@ -9,7 +9,7 @@ import msgspec
 from tests.events_helpers import register
 from tests.helpers import assert_success
 from tests.test_group_commit import Held, general  # noqa: F401 - the fixture
-from tornchat.event_queues import hold_garbage_collection
+from tornchat.events.gc_hold import hold_garbage_collection
 
 
 def test_events_of_sends_drained_at_close_are_saved_with_the_queues(live, general):  # noqa: F811

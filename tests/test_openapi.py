@@ -9,10 +9,10 @@ import pytest
 import tornado.web
 
 from tests.helpers import assert_error, assert_success
-from tornchat.app import ROUTES
 from tornchat.base import BaseHandler
 from tornchat.openapi import DOC_PATH, documented_methods, generate, render
 from tornchat.params import Params
+from tornchat.routes import ROUTES
 
 FORM = "application/x-www-form-urlencoded"
 DOCUMENT = generate(ROUTES)

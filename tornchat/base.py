@@ -9,7 +9,7 @@ import ipaddress
 import logging
 import traceback
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import msgspec
 import tornado.web
@@ -18,9 +18,7 @@ from storage.model.errors import ApiError
 from storage.org import passwords, users
 from tornchat.http_edge import form_charset, parse_form_body
 from tornchat.params import NO_PARAMS, Params
-
-if TYPE_CHECKING:
-    from tornchat.app import Server
+from tornchat.server import Server
 
 log = logging.getLogger("tornchat")
 
@@ -28,8 +26,6 @@ log = logging.getLogger("tornchat")
 ID = r"(\d{1,18})"
 HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 NOT_LOGGED_IN = "Not logged in: API authentication or user session required"
-# How often a user's last_active column is refreshed (it feeds "active in the last 14 days").
-LAST_ACTIVE_RESOLUTION = 15 * 60
 
 _encode = msgspec.json.Encoder().encode
 # Password hashing (scrypt: ~40 ms of CPU and 16 MiB each) runs off the event loop, two at a time.

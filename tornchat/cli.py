@@ -11,7 +11,6 @@ import signal
 import ssl
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from storage.db.database import Database
 from storage.db.migrate import DatabaseTooNew
@@ -22,9 +21,6 @@ from tornchat import FEATURE_LEVEL, __version__
 from tornchat.log_output import configure_logging
 from tornchat.settings import Settings, load_settings
 from tornchat.tuning import tune_garbage_collector, tune_malloc
-
-if TYPE_CHECKING:
-    from storage.db.backup import Summary
 
 ROLES = {
     "owner": groups.ROLE_OWNER,
@@ -182,7 +178,8 @@ def command_backup(args: argparse.Namespace) -> None:
         summary = create_backup(settings.data_dir, args.file, time.time())
     except BackupError as error:
         raise CommandError(str(error)) from None
-    print(f"Backed up {settings.data_dir} to {args.file}: {_archive_contents(summary)}")
+    contents = _archive_contents(summary.database_bytes, summary.files, summary.uploads)
+    print(f"Backed up {settings.data_dir} to {args.file}: {contents}")
 
 
 def command_restore(args: argparse.Namespace) -> None:
@@ -192,13 +189,17 @@ def command_restore(args: argparse.Namespace) -> None:
         summary = restore_backup(args.file, args.data_dir)
     except BackupError as error:
         raise CommandError(str(error)) from None
-    print(f"Restored {args.file} into {args.data_dir}: {_archive_contents(summary)}")
+    contents = _archive_contents(summary.database_bytes, summary.files, summary.uploads)
+    print(f"Restored {args.file} into {args.data_dir}: {contents}")
 
 
-def _archive_contents(summary: Summary) -> str:
-    """What a backup archive holds, as `backup` and `restore` both print it."""
-    extras = "".join(f", {name}" for name in summary.files if name == "zuliprc")
-    return f"database {summary.database_bytes} bytes (integrity ok){extras}, {summary.uploads} uploaded files"
+def _archive_contents(database_bytes: int, files: list[str], uploads: int) -> str:
+    """What a backup archive holds (a storage.db.backup.Summary's fields), as `backup` and `restore` both print it.
+
+    It takes the fields rather than the Summary: this module imports storage.db.backup only when a command needs it.
+    """
+    extras = "".join(f", {name}" for name in files if name == "zuliprc")
+    return f"database {database_bytes} bytes (integrity ok){extras}, {uploads} uploaded files"
 
 
 def command_init(args: argparse.Namespace) -> None:
@@ -307,7 +308,8 @@ def _tell_owner_password(settings: Settings, email: str, password: str, from_env
 
 
 async def _serve(settings: Settings, ssl_context: ssl.SSLContext | None = None) -> None:
-    from tornchat.app import Server, make_http_server
+    from tornchat.app import make_http_server
+    from tornchat.server import Server
 
     server_state = Server(settings)
     http_server = make_http_server(server_state, ssl_context)

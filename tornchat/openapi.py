@@ -2,7 +2,8 @@
 
 Each route's handler says what each method decodes (`BaseHandler.params`); msgspec turns those
 Structs into JSON Schema. `python -m tornchat.openapi --write` refreshes docs/openapi.json, which
-tests/test_openapi.py compares with a fresh document; GET /api/v1/openapi.json serves it.
+tests/test_openapi.py compares with a fresh document; GET /api/v1/openapi.json serves it
+(tornchat/handlers/openapi.py, handed `served_document` by make_app).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tornado.web
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import HTTP_METHODS, ID, BaseHandler
 from tornchat.params import Params
+from tornchat.routes import ROUTES
 
 Route = tuple[str, type[tornado.web.RequestHandler]]
 REF = "#/components/schemas/{name}"
@@ -264,25 +266,7 @@ def render(document: dict[str, Any]) -> str:
 @functools.cache
 def served_document() -> bytes:
     """The document of tornchat's own routes, built on first use."""
-    from tornchat.app import ROUTES  # app.py imports this module for its route
-
     return render(generate(ROUTES)).encode()
-
-
-class OpenApiHandler(BaseHandler):
-    """GET /api/v1/openapi.json: this document, to anyone (it describes the API, no data)."""
-
-    requires_auth = False
-    openapi_responses: dict[str, Any] = {
-        "200": {
-            "description": "This document",
-            "content": {"application/json": {"schema": {"type": "object", "required": ["openapi", "paths"]}}},
-        },
-    }
-
-    def get(self) -> None:
-        self.set_header("Content-Type", "application/json")
-        self.finish(served_document())
 
 
 def main(argv: list[str] | None = None) -> int:

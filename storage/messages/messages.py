@@ -40,7 +40,7 @@ READ_BY_SENDER_CLIENTS = {
     "website", "ios", "android",
 }  # fmt: skip
 MIXED_RECIPIENTS = "Recipient lists may contain emails or user IDs, but not both."
-# Private keys of the message event, read by tornchat/event_queues.py to format it per queue and
+# Private keys of the message event, read by the event queues (tornchat/events/) to format it per queue and
 # stripped before it reaches a client: the Markdown source (apply_markdown=false), what decides
 # the sender's avatar_url (client_gravatar), the sending queue (local_message_id), public channels
 # (all_public_streams queues).

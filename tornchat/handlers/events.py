@@ -14,7 +14,7 @@ from storage.model.user import User
 from storage.register.register import fetch_initial_state
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler
-from tornchat.event_queues import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue, bad_queue
+from tornchat.events.queue import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue, bad_queue
 from tornchat.params import Params
 
 # Operators an event queue's narrow can filter on (Zulip's, plus direct-message conversations).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -14,9 +14,7 @@ from storage.org import users
 from tornchat.base import BaseHandler, basic_credentials, success_body
 from tornchat.direct_get import DirectRequest, Serve
 from tornchat.params import Params, decode_json_or_text
-
-if TYPE_CHECKING:
-    from tornchat.app import Server
+from tornchat.server import Server
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 

@@ -6,15 +6,12 @@ No credentials are asked for here: the page signs in through the public API like
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import tornado.web
 
 from tornchat.base import BaseHandler
+from tornchat.server import Server
 from tornchat.web import HASH_LENGTH, WebAssets
-
-if TYPE_CHECKING:
-    from tornchat.app import Server
 
 # No inline script or style anywhere, the API on this origin only, and no framing (clickjacking).
 CONTENT_SECURITY_POLICY = (

@@ -1,8 +1,9 @@
 """The one publish call every action's events go through.
 
 Actions record events in their transaction (`Tx.publish`); after the commit the database hands
-each one here with the ids of the users who may see it. Until event queues exist, the bus keeps
-the most recent events so they can be inspected; queues will subscribe to the same call.
+each one here with the ids of the users who may see it. The event queues (tornchat/events/registry.py)
+subscribe to it, and so does the scheduler's re-arming (tornchat/server.py); the bus also keeps
+the most recent events so they can be inspected.
 """
 
 from __future__ import annotations

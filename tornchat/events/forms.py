@@ -1,15 +1,15 @@
 """What one queue receives of a published event: its form (content, avatars, topics, flags) and narrow.
 
 A published event reaches many queues, most of which want it in the same form. A `Fanout` builds
-each form once per publish, with its size, and every queue wanting that form holds the same body:
-1,000 subscribers of a channel hold one copy of a message, not 1,000 (and the saved-queues file
-writes it once). Bodies are never changed once queued; a queue that needs another form replaces
-its reference.
+each form once per publish, with its size, and every queue wanting that form holds the same body
+(tornchat/events/body.py): 1,000 subscribers of a channel hold one copy of a message, not 1,000
+(and the saved-queues file writes it once). Bodies are never changed once queued; a queue that
+needs another form replaces its reference.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -18,9 +18,8 @@ from storage.messages.messages import LOCAL, RAW_CONTENT, SENDER_INFO
 from storage.model.realm import EMPTY_TOPIC_DISPLAY_NAME
 from storage.org.presence import presence_event_form
 from storage.org.users import VISIBLE_TO_ROLE
-
-if TYPE_CHECKING:
-    from tornchat.event_queues import EventQueue
+from tornchat.events.body import Body, prepared
+from tornchat.events.queue import EventQueue
 
 # Private keys a message event carries for per-queue formatting, never sent to clients; defined
 # next to the code that publishes them (RAW_CONTENT: the Markdown source; SENDER_INFO: {user_id,
@@ -29,9 +28,6 @@ if TYPE_CHECKING:
 # USER_FLAGS ({user_id: [flag names]}) lets one event carry every recipient's flags instead of one
 # event per distinct flag set.
 USER_FLAGS = "_user_flags"
-# What holding one event costs a queue besides its body, which queues share: the queue's entry
-# (event id, body reference, size) in its deque. Measured with tracemalloc: about 135 bytes.
-EVENT_OVERHEAD = 128
 
 _encode = msgspec.json.Encoder().encode
 
@@ -55,34 +51,6 @@ def empty_topic_form(body: dict[str, Any], fields: tuple[str, ...], empty_topic_
     if empty_topic_name:
         return body
     return {**body, **{field: EMPTY_TOPIC_DISPLAY_NAME for field in fields if body.get(field) == ""}}
-
-
-def event_size(body: dict[str, Any]) -> int:
-    """The bytes a queue is charged for an event: its JSON (what the client downloads) plus EVENT_OVERHEAD."""
-    return len(_encode(body)) + EVENT_OVERHEAD
-
-
-class Body(dict[str, Any]):
-    """An event as queues hold it (without its id) and its JSON, encoded once for every poll that answers it."""
-
-    __slots__ = ("json",)
-    json: bytes
-
-
-def prepared(body: dict[str, Any], encoded: bytes | None = None) -> tuple[Body, int]:
-    """The body as a Body (itself if it is one) and its size; `encoded` is its JSON when already known."""
-    if isinstance(body, Body):
-        return body, len(body.json) + EVENT_OVERHEAD
-    result = Body(body)
-    result.json = _encode(result) if encoded is None else encoded
-    return result, len(result.json) + EVENT_OVERHEAD
-
-
-def entry_json(event_id: int, body: Body) -> bytes:
-    """The JSON of `{**body, "id": event_id}` (a queued event as a poll answers it), from the body's JSON."""
-    if "id" in body or not body:  # the id would replace a key in place, or there is no key to follow
-        return _encode({**body, "id": event_id})
-    return b'%s,"id":%d}' % (body.json[:-1], event_id)
 
 
 class Fanout:
