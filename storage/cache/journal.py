@@ -98,33 +98,40 @@ class Reader(Protocol):
 
 
 def trigger_sql() -> list[str]:
-    """The temporary triggers reporting writes to the watched tables."""
-    found = []
+    """The temporary triggers reporting writes to the watched tables.
+
+    One trigger per table and event (and per column list of an UPDATE), whose one SELECT reports
+    every kind watching it: a row written runs one trigger program, not one per kind.
+    """
+    bodies: dict[tuple[str, str], list[str]] = {}
     for kind, table, key, columns in WATCHED:
         old, new = (f"OLD.{key}", f"NEW.{key}") if key != "0" else ("0", "0")
         of = f" OF {', '.join(columns)}" if columns else ""
         for event, keys in (("INSERT", [new]), ("DELETE", [old]), (f"UPDATE{of}", [old, new])):
-            name = f"{TRIGGER_PREFIX}{kind}_{table}_{event.split()[0].lower()}"
-            when = INSERT_WHEN.get((kind, table)) if event == "INSERT" else None
-            variants = [(name, kind, [when])]
+            reported = f"'{kind}'"
             if event == "INSERT" and table in ADDED_WHEN and kind != "register":
-                added = ADDED_WHEN[table]
-                variants = [(f"{name}_added", kind + ADDED, [when, added])]
-                if added is not None:  # the other inserts are reported as any write
-                    variants.append((name, kind, [when, f"NOT ({added})"]))
-            for trigger, reported, conditions in variants:
-                calls = ", ".join(f"{CHANGED_FUNCTION}('{reported}', {k})" for k in keys)
-                found.append(
-                    f"CREATE TEMP TRIGGER IF NOT EXISTS {trigger} AFTER {event} ON main.{table}{_when(conditions)}"
-                    f" BEGIN SELECT {calls}; END"
+                added = ADDED_WHEN[table]  # the other inserts are reported as any write
+                reported = (
+                    f"'{kind}{ADDED}'"
+                    if added is None
+                    else f"CASE WHEN {added} THEN '{kind}{ADDED}' ELSE {reported} END"
                 )
-    return found
-
-
-def _when(conditions: list[str | None]) -> str:
-    """A trigger's WHEN clause: all of the conditions given (None: no condition)."""
-    found = [f"({condition})" for condition in conditions if condition is not None]
-    return f" WHEN {' AND '.join(found)}" if found else ""
+            calls = [f"{CHANGED_FUNCTION}({reported}, {k})" for k in keys]
+            when = INSERT_WHEN.get((kind, table)) if event == "INSERT" else None
+            if when is not None:
+                calls = [f"CASE WHEN {when} THEN {call} END" for call in calls]
+            found = bodies.setdefault((table, event), [])
+            found.extend(call for call in calls if call not in found)
+    names: dict[str, int] = {}
+    triggers = []
+    for (table, event), calls in bodies.items():
+        name = f"{TRIGGER_PREFIX}{table}_{event.split()[0].lower()}"
+        names[name] = names.get(name, 0) + 1
+        triggers.append(
+            f"CREATE TEMP TRIGGER IF NOT EXISTS {name}_{names[name]} AFTER {event} ON main.{table}"
+            f" BEGIN SELECT {', '.join(calls)}; END"
+        )
+    return triggers
 
 
 TRIGGER_COUNT = len(trigger_sql())
