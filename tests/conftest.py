@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 import zulip
 
-from tests.helpers import LiveServer, NextServer, data_dir_for
+from tests.support.helpers import LiveServer, NextServer, data_dir_for
 from tornchat.bootstrap import write_zuliprc
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from storage.org import alert_words
-from tests.channel_helpers import make_channel
-from tests.events_helpers import register
-from tests.get_messages_helpers import narrow_ids
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_direct_ok, send_ok, stored_flags
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import register
+from tests.support.get_messages_helpers import narrow_ids
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_direct_ok, send_ok, stored_flags
 
 PATH = "/users/me/alert_words"
 

@@ -11,7 +11,7 @@ import pytest
 import tornado.httputil
 import tornado.iostream
 
-from tests.helpers import FakeClock
+from tests.support.helpers import FakeClock
 from tornchat.app import make_app, make_http_server
 from tornchat.bootstrap import bootstrap
 from tornchat.http_edge import EdgeLimits, HTTPServer
@@ -48,7 +48,7 @@ async def test_access_log_line_per_request(http_client, base_url, state, caplog)
     method, path, status, millis = record.getMessage().split()
     assert (method, path, status) == ("GET", "/api/v1/users/me", "200")
     assert millis.endswith("ms") and float(millis[:-2]) >= 0
-    # Handlers read the fields from the record (tests/client_helpers.py's AccessLog does).
+    # Handlers read the fields from the record (tests/support/client_helpers.py's AccessLog does).
     assert record.args[:3] == ("GET", "/api/v1/users/me", 200)
 
 

@@ -6,7 +6,7 @@ import base64
 
 import requests
 
-from tests.helpers import PASSWORD, assert_error, assert_success
+from tests.support.helpers import PASSWORD, assert_error, assert_success
 
 WWW_AUTHENTICATE = 'Basic realm="zulip"'
 NOT_LOGGED_IN = "Not logged in: API authentication or user session required"

@@ -12,8 +12,8 @@ import msgspec
 import pytest
 
 from storage.db import backup
-from tests.channel_helpers import make_channel
-from tests.helpers import NextServer, assert_success, wait_for
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import NextServer, assert_success, wait_for
 
 
 class Writer(threading.Thread):

@@ -9,7 +9,7 @@ from storage.cache.directory import Directory, directory
 from storage.cache.journal import WATCHED, journal
 from storage.cache.kept import Kept, kept
 from storage.text import linkify
-from tests.channel_helpers import make_channel
+from tests.support.channel_helpers import make_channel
 
 
 def _columns_but_id(tx):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 from tests.test_streams import create_channel, events_after
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_success
 
 DAY = 86400
 

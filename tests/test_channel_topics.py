@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from storage.channels import channel_topics
-from tests.channel_helpers import archive, make_channel, subscribe
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import archive, make_channel, subscribe
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_ok
 
 
 def topics(client, channel_id, **params):

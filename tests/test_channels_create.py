@@ -8,8 +8,8 @@ from storage.channels import channels
 from storage.channels.channel_creation import default_channel_ids
 from storage.channels.channel_objects import channel_object
 from storage.org import groups
-from tests.channel_helpers import INSUFFICIENT, set_realm_group
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import INSUFFICIENT, set_realm_group
+from tests.support.helpers import assert_error, assert_success
 
 
 def group_id(live, name):

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.client_helpers import CLIENT_TIMEOUT, JS_DIR, node_with_zulip_js
-from tests.helpers import PASSWORD, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.client_helpers import CLIENT_TIMEOUT, JS_DIR, node_with_zulip_js
+from tests.support.helpers import PASSWORD, assert_success
 
 pytestmark = pytest.mark.client
 

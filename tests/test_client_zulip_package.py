@@ -14,8 +14,8 @@ import sys
 import pytest
 import zulip
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_success
 from tornchat.bootstrap import write_zuliprc
 
 pytestmark = pytest.mark.client

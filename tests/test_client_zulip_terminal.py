@@ -1,7 +1,7 @@
 """zulip-terminal 0.7.0, unchanged, in tmux against a live tornchat: what a person does in a day's chat.
 
 The client runs in its own virtualenv (it pins old packages; `.ci/run` installs it, see
-tests/client_helpers.py). Each test starts it on a seeded organization, presses the keys its
+tests/support/client_helpers.py). Each test starts it on a seeded organization, presses the keys its
 config/keys.py binds, and asserts on the captured screen and on the server's state. Every test also
 asserts that no request the client made was answered with an error: zulip-terminal shows those in
 its footer ("Not Found") and otherwise goes on, so the screen alone would not tell.
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.client_helpers import Tmux, access_log, wait_until, zulip_term_path
-from tests.events_helpers import send_direct, send_stream
-from tests.helpers import Client, LiveServer, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.client_helpers import Tmux, access_log, wait_until, zulip_term_path
+from tests.support.events_helpers import send_direct, send_stream
+from tests.support.helpers import Client, LiveServer, assert_success
 from tornchat.bootstrap import write_zuliprc
 
 pytestmark = pytest.mark.client

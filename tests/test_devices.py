@@ -9,8 +9,8 @@ import logging
 import pytest
 
 from storage.push import push_outbox
-from tests.events_helpers import events_now, register
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.events_helpers import events_now, register
+from tests.support.helpers import assert_error, assert_success, make_bot
 from tornchat import cli
 from tornchat.settings import load_settings
 

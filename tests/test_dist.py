@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 import zulip
 
-from tests.client_helpers import REPO, clients_required
+from tests.support.client_helpers import clients_required
+from tests.support.paths import REPO
 from tornchat import FEATURE_LEVEL, __version__
 
 pytestmark = pytest.mark.dist

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.channel_helpers import archive, make_channel
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 DISABLED = "User has disabled synchronizing drafts."
 NOT_FOUND = "Draft does not exist"

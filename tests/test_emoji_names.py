@@ -9,8 +9,8 @@ import pytest
 
 from storage.text import emoji
 from storage.text.emoji_data_build import main as build_main
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
 
 # Names Zulip's clients offer that the `emoji` package's names lacked (issue 11).
 ZULIP_ONLY = {"heart_box": "1f49f", "big_smile": "1f604", "call_me": "1f919", "lol": "1f606", "done_deal": "1f91d"}

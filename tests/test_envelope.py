@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 
 def test_success_envelope_and_ignored_parameters(live):

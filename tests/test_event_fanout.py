@@ -10,9 +10,17 @@ import msgspec
 import pytest
 
 from storage.org.users import get_user_by_id
-from tests.channel_helpers import make_channel
-from tests.events_helpers import Poll, poll, register, send_direct, send_stream, wait_on_server, wait_until_parked
-from tests.helpers import assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import (
+    Poll,
+    poll,
+    register,
+    send_direct,
+    send_stream,
+    wait_on_server,
+    wait_until_parked,
+)
+from tests.support.helpers import assert_success
 from tornchat.events import gc_hold
 from tornchat.events.body import Body, entry_json, prepared
 from tornchat.handlers.events import DEFERRED_LOGS

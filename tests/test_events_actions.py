@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import make_channel, unsubscribe
-from tests.events_helpers import events_now, register, send_direct, send_stream
-from tests.helpers import assert_success
+from tests.support.channel_helpers import make_channel, unsubscribe
+from tests.support.events_helpers import events_now, register, send_direct, send_stream
+from tests.support.helpers import assert_success
 
 DRAFT = {"type": "", "to": [], "topic": "", "content": "half a thought", "timestamp": 1_700_000_000}
 

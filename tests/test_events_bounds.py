@@ -10,9 +10,9 @@ import msgspec
 import pytest
 
 from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH
-from tests.channel_helpers import make_channel
-from tests.events_helpers import events_now, poll, register, send_stream
-from tests.helpers import FakeClock, LiveServer, assert_error, assert_success, data_dir_for
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import events_now, poll, register, send_stream
+from tests.support.helpers import FakeClock, LiveServer, assert_error, assert_success, data_dir_for
 from tornchat.cli import build_parser
 from tornchat.events.body import EVENT_OVERHEAD, event_size
 from tornchat.events.registry import EventQueues

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from storage.org import users
-from tests.channel_helpers import make_channel
-from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
-from tests.helpers import assert_error, assert_success, set_visibility
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import events_now, of_type, register, send_direct, send_stream
+from tests.support.helpers import assert_error, assert_success, set_visibility
 
 
 def messages_in(client, queue_id):

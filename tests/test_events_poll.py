@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from tests.events_helpers import (
+from tests.support.events_helpers import (
     Poll,
     events_now,
     low_heartbeat,
@@ -19,7 +19,7 @@ from tests.events_helpers import (
     wait_until_parked,
     wait_until_unparked,
 )
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 from tornchat.events import queue as event_queue
 
 BAD_QUEUE = "BAD_EVENT_QUEUE_ID"

@@ -10,7 +10,7 @@ import pytest
 from storage.messages.messages import LOCAL, PUBLIC_CHANNEL, RAW_CONTENT, SENDER_INFO
 from storage.model.roles import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MEMBER
 from storage.model.user import ADMINS, EVERYONE, MEMBERS, NOBODY
-from tests.helpers import FakeClock
+from tests.support.helpers import FakeClock
 from tornchat.events.forms import USER_FLAGS, format_for
 from tornchat.events.registry import EventQueues
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from storage.register.register import UNREAD_SQL
-from tests.channel_helpers import make_channel, unsubscribe
-from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel, unsubscribe
+from tests.support.events_helpers import events_now, of_type, register, send_direct, send_stream
+from tests.support.helpers import assert_error, assert_success
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 
 LIMITS = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from tests.events_helpers import Poll, events_now, poll, register, send_direct, wait_until_parked
-from tests.helpers import assert_error, assert_success
+from tests.support.events_helpers import Poll, events_now, poll, register, send_direct, wait_until_parked
+from tests.support.helpers import assert_error, assert_success
 
 
 def test_queues_and_unacknowledged_events_survive_a_restart(live, restart):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.events_helpers import WAIT, low_heartbeat, send_direct, wait_on_server
+from tests.support.events_helpers import WAIT, low_heartbeat, send_direct, wait_on_server
 
 
 class StopListening(Exception):

@@ -15,9 +15,9 @@ from storage.cache.directory import directory
 from storage.db.database import connect
 from storage.org import groups
 from storage.org.users import get_user_by_id
-from tests.channel_helpers import make_channel, set_channel_group
-from tests.get_messages_helpers import add_reaction_row, message_by_id, narrow_ids, post, post_direct
-from tests.helpers import assert_error, assert_success, set_visibility
+from tests.support.channel_helpers import make_channel, set_channel_group
+from tests.support.get_messages_helpers import add_reaction_row, message_by_id, narrow_ids, post, post_direct
+from tests.support.helpers import assert_error, assert_success, set_visibility
 
 
 @pytest.fixture

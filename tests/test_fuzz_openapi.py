@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import schemathesis
 
-from tests.helpers import Client, LiveServer, assert_success, data_dir_for
+from tests.support.helpers import Client, LiveServer, assert_success, data_dir_for
 from tornchat.openapi import generate
 from tornchat.routes import ROUTES
 

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import NEWEST, fetch, ids_of, post, post_direct
-from tests.helpers import LiveServer
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import NEWEST, fetch, ids_of, post, post_direct
+from tests.support.helpers import LiveServer
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import (
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import (
     NEWEST,
     fetch,
     leave,

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import post, post_direct
-from tests.helpers import LiveServer, assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import post, post_direct
+from tests.support.helpers import LiveServer, assert_error, assert_success
 
 BOTH = "No message can be both a channel message and direct message"
 

@@ -1,12 +1,12 @@
 """GET /messages narrows: every operator positive and negated, as objects and as legacy pairs
-(api-notes 4.3). One organization (tests.get_messages_helpers.build_world) read by every test."""
+(api-notes 4.3). One organization (tests.support.get_messages_helpers.build_world) read by every test."""
 
 from __future__ import annotations
 
 import pytest
 
 from storage.model import flags
-from tests.get_messages_helpers import (
+from tests.support.get_messages_helpers import (
     add_reaction_row,
     build_world,
     narrow_ids,

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from storage.model import flags
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import (
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import (
     add_reaction_row,
     fetch,
     ids_of,
@@ -17,8 +17,8 @@ from tests.get_messages_helpers import (
     post_direct,
     set_flag,
 )
-from tests.helpers import set_visibility
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.helpers import set_visibility
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 ADMINS = 3
 

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import NEWEST, ids_of, post
-from tests.helpers import LiveServer, assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import NEWEST, ids_of, post
+from tests.support.helpers import LiveServer, assert_error, assert_success
 
 UNSUPPORTED = (
     "Unsupported parameter combination: num_before, num_after, anchor, message_ids, include_anchor,"

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import fetch, narrow_ids, post, post_direct
-from tests.helpers import LiveServer
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import fetch, narrow_ids, post, post_direct
+from tests.support.helpers import LiveServer
 
 MESSAGES = {
     "sending": ("deploy plans", "We are sending the release today"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import make_channel, set_channel_group, subscribe, unsubscribe
-from tests.get_messages_helpers import fetch, ids_of, narrow_ids, post, post_direct
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel, set_channel_group, subscribe, unsubscribe
+from tests.support.get_messages_helpers import fetch, ids_of, narrow_ids, post, post_direct
+from tests.support.helpers import assert_error, assert_success
 
 HISTORICAL = ["read", "historical"]
 

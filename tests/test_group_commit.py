@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from storage.db.write_batch import WriteBatcher
-from tests.channel_helpers import make_channel, set_channel_group
-from tests.helpers import Client, assert_error, assert_success, wait_for
-from tests.send_helpers import NO_NEW_TOPICS, NO_PERMISSION, count_rows, message_events, send, stored
+from tests.support.channel_helpers import make_channel, set_channel_group
+from tests.support.helpers import Client, assert_error, assert_success, wait_for
+from tests.support.send_helpers import NO_NEW_TOPICS, NO_PERMISSION, count_rows, message_events, send, stored
 
 
 class Held:

@@ -17,8 +17,8 @@ import time
 
 import requests
 
-from tests.channel_helpers import make_channel
-from tests.helpers import PASSWORD
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import PASSWORD
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
 

@@ -17,7 +17,7 @@ from storage.db import checkpoint
 from storage.db.database import Database
 from storage.db.tx import Tx
 from storage.db.write_batch import COPY_WAIT_SECONDS, WriteBatcher
-from tests.helpers import wait_for
+from tests.support.helpers import wait_for
 
 PAGE_FRAMES = 50  # the serving connection's automatic checkpoint in these tests (pages)
 

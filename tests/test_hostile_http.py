@@ -14,8 +14,8 @@ import time
 import pytest
 import requests
 
-from tests.events_helpers import Poll, register, send_direct, wait_until_parked
-from tests.helpers import LiveServer, assert_error, assert_success
+from tests.support.events_helpers import Poll, register, send_direct, wait_until_parked
+from tests.support.helpers import LiveServer, assert_error, assert_success
 from tornchat import cli
 from tornchat.http_edge import HEADER_READ_LIMIT, MAX_HEADER_FIELDS_SIZE, MAX_URL_LENGTH
 from tornchat.settings import DEFAULT_MAX_BODY_SIZE, Settings, load_settings

@@ -15,8 +15,8 @@ import requests
 
 from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
 from storage.model.errors import ApiError
-from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer, assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import LiveServer, assert_error, assert_success
 from tornchat.params import MAX_JSON_DEPTH, Params
 
 PAGE = {"anchor": "newest", "num_before": 5, "num_after": 0}

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from storage.org import passwords
-from tests.helpers import PASSWORD, LiveServer, assert_error, assert_success
+from tests.support.helpers import PASSWORD, LiveServer, assert_error, assert_success
 from tornchat.ratelimit import LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_PAIR, LOGIN_FAILURES_PER_USERNAME
 
 RATE_LIMITED = "API usage exceeded rate limit; see https://zulip.com/api/http-headers#rate-limiting-response-headers"

@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 
 from storage.text import emoji
-from tests.helpers import assert_success
-from tests.scheduled_helpers import schedule_direct_ok
-from tests.send_helpers import send_direct_ok
+from tests.support.helpers import assert_success
+from tests.support.scheduled_helpers import schedule_direct_ok
+from tests.support.send_helpers import send_direct_ok
 
 
 def _message(live, client):

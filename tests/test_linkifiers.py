@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storage.org.linkifiers import LINKIFIER_COLUMNS
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 TICKET = {"pattern": "#(?P<id>[0-9]+)", "url_template": "https://trac.example.com/ticket/{id}"}
 NOT_ADMIN = ("Must be an organization administrator", "UNAUTHORIZED_PRINCIPAL")

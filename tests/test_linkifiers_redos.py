@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from storage.messages.message_render import render_message
 from storage.org import linkifiers
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import message_by_id
-from tests.helpers import assert_error
-from tests.send_helpers import send_ok, stored
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import message_by_id
+from tests.support.helpers import assert_error
+from tests.support.send_helpers import send_ok, stored
 from tests.test_linkifiers import create, listed
 
 # Catastrophic backtracking in Python's re (exponential on "aaa…a!"): the classic ReDoS patterns.

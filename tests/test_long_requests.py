@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import assert_success
+from tests.support.helpers import assert_success
 
 
 def count_statements(live, send):

@@ -11,9 +11,9 @@ import pytest
 from storage.cache.directory import directory
 from storage.cache.message_cache import ENTRY_OVERHEAD, MessageCache, shape_of
 from storage.fetch.message_fetch import FetchRequest, get_messages
-from tests.channel_helpers import make_channel
-from tests.get_messages_helpers import add_reaction_row, post, post_direct
-from tests.helpers import LiveServer, assert_success, data_dir_for, set_visibility
+from tests.support.channel_helpers import make_channel
+from tests.support.get_messages_helpers import add_reaction_row, post, post_direct
+from tests.support.helpers import LiveServer, assert_success, data_dir_for, set_visibility
 
 _encode = msgspec.json.Encoder().encode
 EMOJI = [("tada", "1f389"), ("heart", "2764"), ("octopus", "1f419")]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel, set_channel_group, set_realm_group
-from tests.helpers import assert_error, assert_success, make_bot
-from tests.send_helpers import count_rows, send_direct_ok, send_ok
+from tests.support.channel_helpers import archive, make_channel, set_channel_group, set_realm_group
+from tests.support.helpers import assert_error, assert_success, make_bot
+from tests.support.send_helpers import count_rows, send_direct_ok, send_ok
 
 NO_DELETE = "You don't have permission to delete this message"
 INVALID = "Invalid message(s)"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_direct_ok, send_ok, stored, stored_flags
+from tests.support.channel_helpers import archive, make_channel
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_direct_ok, send_ok, stored, stored_flags
 
 NO_EDIT = "You don't have permission to edit this message"
 INVALID = "Invalid message(s)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storage.messages import message_flags
-from tests.channel_helpers import make_channel, unsubscribe
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel, unsubscribe
+from tests.support.helpers import assert_error, assert_success
 
 NOT_EDITABLE = [
     "mentioned", "stream_wildcard_mentioned", "topic_wildcard_mentioned", "group_mentioned",

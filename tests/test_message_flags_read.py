@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
 from tests.test_message_flags import World, flag_events, send, set_flag, unread_ids
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from storage.messages.message_history import highlight_html_differences
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 
 def history(client, message_id, **params):

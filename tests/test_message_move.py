@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel, set_channel_group
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import (
+from tests.support.channel_helpers import archive, make_channel, set_channel_group
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import (
     NO_GENERAL_CHAT,
     NO_NEW_TOPICS,
     NO_PERMISSION,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_ok
 
 
 def render(client, content):

@@ -12,9 +12,9 @@ from storage.db.database import Database
 from storage.db.tx import DEFAULT_QUERY_BUDGET, QueryBudgetExceeded
 from storage.fetch.narrow_select import NARROW_TOO_SLOW
 from storage.model import flags
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import insert_messages, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import insert_messages, send_ok
 
 # Counting to 200,000: far more SQLite instructions than one look at the clock is apart.
 LONG_QUERY = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) SELECT count(*) FROM n"

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 import tornado.web
 
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 from tornchat.base import BaseHandler
 from tornchat.openapi import DOC_PATH, documented_methods, generate, render
 from tornchat.params import Params

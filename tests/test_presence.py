@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.events_helpers import events_now, of_type, register
-from tests.helpers import assert_error, assert_success, dummy, events_since, make_bot, set_visibility
+from tests.support.events_helpers import events_now, of_type, register
+from tests.support.helpers import assert_error, assert_success, dummy, events_since, make_bot, set_visibility
 
 ADMINS = 3  # email_address_visibility: real emails shown to administrators only
 

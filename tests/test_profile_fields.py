@@ -7,7 +7,7 @@ import json
 import pytest
 
 from storage.org.profile_fields import DATE, LONG_TEXT, PRONOUNS, SELECT, SHORT_TEXT, URL, USER
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 OPTIONS = {"vim": {"text": "Vim", "order": "1"}, "emacs": {"text": "Emacs", "order": "2"}}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests import push_helpers
-from tests.helpers import NextServer, assert_success, data_dir_for, wait_for
-from tests.push_helpers import PushClient, outbox, push_server, register_device, send_due
-from tests.send_helpers import make_team, send_direct_ok, send_ok
+from tests.support import push_helpers
+from tests.support.helpers import NextServer, assert_success, data_dir_for, wait_for
+from tests.support.push_helpers import PushClient, outbox, push_server, register_device, send_due
+from tests.support.send_helpers import make_team, send_direct_ok, send_ok
 
 push_service = push_helpers.push_service
 push_live = push_helpers.push_live

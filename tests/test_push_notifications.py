@@ -13,8 +13,8 @@ import pytest
 from storage.model import flags
 from storage.org.users import avatar_url
 from storage.push.push_notifications import CHANNEL_SETTINGS, PUSH_DEVICES, WITHDRAW_WAITING
-from tests.helpers import assert_success, make_bot
-from tests.push_notify_helpers import (
+from tests.support.helpers import assert_success, make_bot
+from tests.support.push_notify_helpers import (
     active_bit,
     add_device,
     mark_sent,
@@ -24,8 +24,8 @@ from tests.push_notify_helpers import (
     payloads,
     rotate_key,
 )
-from tests.scheduled_helpers import IN_AN_HOUR, deliver, schedule_direct_ok
-from tests.send_helpers import make_team, send_direct_ok, send_ok, stored_bits
+from tests.support.scheduled_helpers import IN_AN_HOUR, deliver, schedule_direct_ok
+from tests.support.send_helpers import make_team, send_direct_ok, send_ok, stored_bits
 
 REALM = {"realm_url": "http://127.0.0.1:9991", "realm_name": "Tornchat"}
 

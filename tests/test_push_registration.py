@@ -8,10 +8,10 @@ import base64
 import nacl.public
 import pytest
 
-from tests import push_helpers
-from tests.events_helpers import register
-from tests.helpers import assert_error, assert_success, make_bot
-from tests.push_helpers import PushClient, device_row, new_device, outbox, register_device, send_due
+from tests.support import push_helpers
+from tests.support.events_helpers import register
+from tests.support.helpers import assert_error, assert_success, make_bot
+from tests.support.push_helpers import PushClient, device_row, new_device, outbox, register_device, send_due
 
 push_service = push_helpers.push_service
 push_live = push_helpers.push_live

@@ -4,9 +4,9 @@ service, bounded concurrency, expiry, and a restart that loses nothing."""
 from __future__ import annotations
 
 from storage.push import push_outbox
-from tests import push_helpers
-from tests.helpers import NextServer, assert_success, data_dir_for, wait_for
-from tests.push_helpers import (
+from tests.support import push_helpers
+from tests.support.helpers import NextServer, assert_success, data_dir_for, wait_for
+from tests.support.push_helpers import (
     PushClient,
     device_row,
     new_device,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from storage.messages.messages import SendRequest, send_message
-from tests.helpers import assert_success
-from tests.push_notify_helpers import active_bit, add_device, mark_sent, outbox, payloads
-from tests.send_helpers import make_team, send_direct_ok, send_ok
+from tests.support.helpers import assert_success
+from tests.support.push_notify_helpers import active_bit, add_device, mark_sent, outbox, payloads
+from tests.support.send_helpers import make_team, send_direct_ok, send_ok
 
 REALM = {"realm_url": "http://127.0.0.1:9991", "realm_name": "Tornchat"}
 

@@ -7,8 +7,8 @@ import pytest
 from storage.model import flags
 from storage.model.user import NOBODY
 from storage.text import emoji
-from tests.channel_helpers import archive, make_channel, subscribe
-from tests.helpers import assert_error, assert_success, dummy, set_visibility
+from tests.support.channel_helpers import archive, make_channel, subscribe
+from tests.support.helpers import assert_error, assert_success, dummy, set_visibility
 
 INVALID_MESSAGE = "Invalid message(s)"
 

@@ -13,9 +13,9 @@ from storage.db.backup import create_backup
 from storage.db.migrate import migrate
 from storage.org import groups, realm_emoji
 from storage.org.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
-from tests.channel_helpers import make_channel
-from tests.events_helpers import register
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import register
+from tests.support.helpers import assert_error, assert_success
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(40)
 GIF = b"GIF89a" + bytes(40)

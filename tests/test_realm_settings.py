@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from storage.org.realm_settings import RealmSettings, get_realm_settings
-from tests.channel_helpers import make_channel, set_channel_group
-from tests.events_helpers import events_now, register, send_stream
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel, set_channel_group
+from tests.support.events_helpers import events_now, register, send_stream
+from tests.support.helpers import assert_error, assert_success
 
 DEFAULTS = {
     "realm_allow_message_editing": True,

@@ -14,9 +14,9 @@ from storage.model.channel import get_channel_by_id
 from storage.org import groups
 from storage.org.users import get_user_by_id
 from storage.register.register_channels import SUBSCRIBER_COUNTS_SQL, ChannelObjects, subscriber_counts
-from tests.channel_helpers import archive, make_channel
-from tests.events_helpers import register, send_stream
-from tests.helpers import assert_success
+from tests.support.channel_helpers import archive, make_channel
+from tests.support.events_helpers import register, send_stream
+from tests.support.helpers import assert_success
 
 DAY = 86400
 

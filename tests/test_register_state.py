@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from storage.messages import system_bots
-from tests.channel_helpers import make_channel
-from tests.events_helpers import register, send_direct, send_stream
-from tests.helpers import assert_success, make_bot
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import register, send_direct, send_stream
+from tests.support.helpers import assert_success, make_bot
 
 # The keys zulip.com/api/register-queue documents for each event type this server has state for
 # (checked in: a key dropped from the server fails here).

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from storage.org.profile_fields import LONG_TEXT, SHORT_TEXT
 from storage.text import rerender
-from tests.channel_helpers import make_channel
-from tests.helpers import NextServer, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import NextServer, assert_success
 
 IMAGE = "![x](https://evil.example/a.png)"
 LINK = '<a href="https://evil.example/a.png">x</a>'

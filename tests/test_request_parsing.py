@@ -13,8 +13,8 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
 
 BOUNDARY = "----tornchatBoundary7MA4YWxkTrZu0gW"
 MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"

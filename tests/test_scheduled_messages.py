@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from storage.model import flags
-from tests.channel_helpers import archive, make_channel, set_channel_group
-from tests.helpers import assert_error, assert_success
-from tests.scheduled_helpers import (
+from tests.support.channel_helpers import archive, make_channel, set_channel_group
+from tests.support.helpers import assert_error, assert_success
+from tests.support.scheduled_helpers import (
     IN_AN_HOUR,
     deliver,
     listed,
@@ -18,7 +18,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
-from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, count_rows, send_ok, set_topics_policy
+from tests.support.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, count_rows, send_ok, set_topics_policy
 
 FUTURE = "Scheduled delivery time must be in the future."
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel, set_channel_group
-from tests.helpers import assert_error, assert_success
-from tests.scheduled_helpers import (
+from tests.support.channel_helpers import archive, make_channel, set_channel_group
+from tests.support.helpers import assert_error, assert_success
+from tests.support.scheduled_helpers import (
     deliver,
     listed,
     listed_one,
@@ -15,7 +15,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
-from tests.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, set_topics_policy
+from tests.support.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, set_topics_policy
 
 FUTURE = "Scheduled delivery time must be in the future."
 NOT_FOUND = "Scheduled message does not exist"

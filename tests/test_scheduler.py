@@ -12,9 +12,9 @@ import pytest
 
 from scheduler import Scheduler
 from storage.messages import scheduled_messages
-from tests.channel_helpers import archive, make_channel, set_channel_group
-from tests.helpers import assert_error, assert_success
-from tests.scheduled_helpers import (
+from tests.support.channel_helpers import archive, make_channel, set_channel_group
+from tests.support.helpers import assert_error, assert_success
+from tests.support.scheduled_helpers import (
     deliver,
     listed,
     listed_one,
@@ -25,7 +25,7 @@ from tests.scheduled_helpers import (
     scheduled_events,
     stored_row,
 )
-from tests.send_helpers import NO_PERMISSION, message_events
+from tests.support.send_helpers import NO_PERMISSION, message_events
 
 LATE = "Message could not be sent at the scheduled time."
 

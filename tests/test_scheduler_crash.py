@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.scheduled_helpers import deliver, listed, schedule_direct_ok, schedule_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.scheduled_helpers import deliver, listed, schedule_direct_ok, schedule_ok
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MESSAGES = 30

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error
-from tests.send_helpers import (
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error
+from tests.support.send_helpers import (
     NO_GENERAL_CHAT,
     ONLY_GENERAL_CHAT,
     message_events,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import message_events, send_direct, send_direct_ok, stored, stored_flags
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import message_events, send_direct, send_direct_ok, stored, stored_flags
 
 MIXED = "Recipient lists may contain emails or user IDs, but not both."
 

@@ -6,9 +6,9 @@ import pytest
 
 import storage.messages
 from storage.org import passwords
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import (
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import (
     count_rows,
     make_team,
     message_events,

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from storage.model import flags
-from tests.helpers import assert_error, assert_success
-from tests.send_helpers import make_team, message_events, send, send_direct_ok, send_ok, stored_bits, stored_flags
+from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import (
+    make_team,
+    message_events,
+    send,
+    send_direct_ok,
+    send_ok,
+    stored_bits,
+    stored_flags,
+)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.helpers import assert_success
+from tests.support.helpers import assert_success
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 
 

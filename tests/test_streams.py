@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 
 def create_channel(client, name, subscribers=(), **params):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storage.org import groups
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 from tests.test_streams import CANNOT_ADMINISTER, actor, create_channel, events_after
 
 

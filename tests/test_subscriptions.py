@@ -9,7 +9,7 @@ import pytest
 
 from storage.channels import channels
 from storage.messages import system_bots
-from tests.channel_helpers import (
+from tests.support.channel_helpers import (
     INSUFFICIENT,
     ROLES,
     archive,
@@ -23,7 +23,7 @@ from tests.channel_helpers import (
     subscriber_ids,
     user_for,
 )
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 # -- subscribing oneself -----------------------------------------------------------------------
 

@@ -9,8 +9,8 @@ import pytest
 from storage.membership import subscriptions
 from storage.messages import system_bots
 from storage.org import passwords
-from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscribe, unsubscribe
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 # api-notes 4.21: every field of the subscription object.
 SUBSCRIPTION_FIELDS = {

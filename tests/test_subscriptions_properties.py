@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscriber_ids
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import archive, events_after, make_channel, my_subscriptions, subscriber_ids
+from tests.support.helpers import assert_error, assert_success
 
 NOTIFICATIONS = (
     "desktop_notifications",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import (
+from tests.support.channel_helpers import (
     INSUFFICIENT,
     ROLES,
     events_after,
@@ -16,7 +16,7 @@ from tests.channel_helpers import (
     unsubscribe,
     user_for,
 )
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 
 def does_not_exist(response, name):

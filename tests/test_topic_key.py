@@ -13,11 +13,11 @@ import pytest
 from storage.db import migrate as migrate_module
 from storage.db.database import connect
 from storage.db.migrate import migrate
-from tests.channel_helpers import make_channel
-from tests.events_helpers import register
-from tests.get_messages_helpers import narrow_ids
-from tests.helpers import assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import register
+from tests.support.get_messages_helpers import narrow_ids
+from tests.support.helpers import assert_success
+from tests.support.send_helpers import send_ok
 
 SHELL = shutil.which("sqlite3")
 SHELL_MISSING = "the sqlite3 shell is needed (Debian package sqlite3; .ci/run installs it)"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from storage.messages.typing_notifications import DECLINED_SQL
-from tests.channel_helpers import make_channel, set_channel_group
-from tests.events_helpers import events_now, of_type, register
-from tests.helpers import assert_error, assert_success, events_since
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.channel_helpers import make_channel, set_channel_group
+from tests.support.events_helpers import events_now, of_type, register
+from tests.support.helpers import assert_error, assert_success, events_since
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 
 def typing_events(live, count, event_type="typing"):

@@ -3,11 +3,11 @@ and only direct mentions of them are in `mentions` (Zulip's aggregate_unread_dat
 
 from __future__ import annotations
 
-from tests.channel_helpers import make_channel
-from tests.events_helpers import register
-from tests.get_messages_helpers import mute_channel
-from tests.helpers import assert_success
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.events_helpers import register
+from tests.support.get_messages_helpers import mute_channel
+from tests.support.helpers import assert_success
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 MUTED, UNMUTED, FOLLOWED = 1, 2, 3
 

@@ -20,7 +20,7 @@ from storage.db.migrate import DatabaseTooNew, migrate, migration_scripts
 from storage.model import flags
 from storage.org import groups, realm
 from storage.org.passwords import generate_api_key, hash_password
-from tests.helpers import PASSWORD, Client, FakeClock, LiveServer, assert_success, data_dir_for
+from tests.support.helpers import PASSWORD, Client, FakeClock, LiveServer, assert_success, data_dir_for
 from tornchat import cli
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings

@@ -11,9 +11,9 @@ import pytest
 import requests
 
 from storage.db import backup
-from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer, assert_error, assert_success, data_dir_for
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import LiveServer, assert_error, assert_success, data_dir_for
+from tests.support.send_helpers import send_direct_ok, send_ok
 from tornchat import cli
 from tornchat.settings import load_settings
 

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from storage.org import groups
-from tests.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 SYSTEM_GROUPS = [
     ("role:nobody", "Nobody"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storage.org.user_settings_definitions import DISPLAY_LEGACY, NOTIFICATION_LEGACY, SETTINGS
-from tests.events_helpers import events_now, of_type, register
-from tests.helpers import assert_error, assert_success, make_bot
+from tests.support.events_helpers import events_now, of_type, register
+from tests.support.helpers import assert_error, assert_success, make_bot
 
 MODERN = {"user_settings_object": True}
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.channel_helpers import archive, make_channel
-from tests.events_helpers import events_now, of_type, register
-from tests.get_messages_helpers import mute_channel, narrow_ids, post
-from tests.helpers import assert_error, assert_success
+from tests.support.channel_helpers import archive, make_channel
+from tests.support.events_helpers import events_now, of_type, register
+from tests.support.get_messages_helpers import mute_channel, narrow_ids, post
+from tests.support.helpers import assert_error, assert_success
 
 MUTED, UNMUTED, FOLLOWED = 1, 2, 3
 LEGACY = "/users/me/subscriptions/muted_topics"

@@ -6,8 +6,17 @@ import pytest
 
 from storage.membership import accounts
 from storage.org import profile_fields
-from tests.channel_helpers import make_channel
-from tests.helpers import Client, assert_error, assert_success, dummy, events_since, get_user, make_bot, set_visibility
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import (
+    Client,
+    assert_error,
+    assert_success,
+    dummy,
+    events_since,
+    get_user,
+    make_bot,
+    set_visibility,
+)
 
 EVERYONE, MEMBERS, ADMINS, NOBODY, MODERATORS = 1, 2, 3, 4, 5
 ALL_VISIBILITIES = (EVERYONE, MEMBERS, ADMINS, NOBODY, MODERATORS)

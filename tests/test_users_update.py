@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import ROLE_NAMES, assert_error, assert_success, events_since, get_user, make_bot, set_visibility
+from tests.support.helpers import (
+    ROLE_NAMES,
+    assert_error,
+    assert_success,
+    events_since,
+    get_user,
+    make_bot,
+    set_visibility,
+)
 from tests.test_users import ADMINS
 
 MUST_BE_OWNER = ("Must be an organization owner", "UNAUTHORIZED_PRINCIPAL")

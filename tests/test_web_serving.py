@@ -9,7 +9,7 @@ import re
 import requests
 
 from storage.text import emoji
-from tests.helpers import assert_error
+from tests.support.helpers import assert_error
 from tornchat.handlers.web import CONTENT_SECURITY_POLICY
 from tornchat.web import STATIC_DIR, WebAssets, content_type
 

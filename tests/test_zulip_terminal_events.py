@@ -2,7 +2,7 @@
 
 zulip-terminal registers for ten event types (model.py `event_actions`) and hands each event to a
 handler that asserts its type and reads keys without defaults; an exception there shows in its
-"An exception occurred" popup. tests/zt_model_driver.py runs zulip-terminal's real Model (its own
+"An exception occurred" popup. tests/support/zt_model_driver.py runs zulip-terminal's real Model (its own
 POST /register with its own parameters) in zulip-terminal's virtualenv; these tests cause every
 kind of event it handles over HTTP, dispatch what its queue receives, and assert that no handler
 raised and that the model took the change in (its settings, muted streams, stars, reactions...).
@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.channel_helpers import make_channel, subscribe, unsubscribe
-from tests.client_helpers import Driver, access_log
-from tests.events_helpers import events_now, of_type, register, send_direct, send_stream
-from tests.helpers import Client, assert_success
+from tests.support.channel_helpers import make_channel, subscribe, unsubscribe
+from tests.support.client_helpers import Driver, access_log
+from tests.support.events_helpers import events_now, of_type, register, send_direct, send_stream
+from tests.support.helpers import Client, assert_success
 from tests.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.test_realm_emoji import upload as upload_emoji
 

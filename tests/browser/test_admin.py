@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import PHONE, Browser, wait_until
-from tests.channel_helpers import make_channel, subscribed_names
-from tests.helpers import PASSWORD, Client, LiveServer, assert_success
+from tests.support.channel_helpers import make_channel, subscribed_names
+from tests.support.helpers import PASSWORD, Client, LiveServer, assert_success
 from tornchat.ratelimit import LOGIN_FAILURES_PER_PAIR
 
 pytestmark = pytest.mark.client

@@ -13,10 +13,10 @@ import pytest
 
 from storage.model import flags
 from tests.browser.helpers import Browser, wait_until
-from tests.channel_helpers import make_channel
-from tests.helpers import Client, LiveServer, assert_success
-from tests.scheduled_helpers import deliver
-from tests.send_helpers import insert_messages, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import Client, LiveServer, assert_success
+from tests.support.scheduled_helpers import deliver
+from tests.support.send_helpers import insert_messages, send_ok
 
 pytestmark = pytest.mark.client
 

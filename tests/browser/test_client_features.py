@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import Browser, wait_until
-from tests.channel_helpers import make_channel
-from tests.helpers import Client, LiveServer, assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import Client, LiveServer, assert_success
+from tests.support.send_helpers import send_ok
 
 pytestmark = pytest.mark.client
 

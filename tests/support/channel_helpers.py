@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from storage.channels import channels
 from storage.org import groups
-from tests.helpers import assert_success
+from tests.support.helpers import assert_success
 
 INSUFFICIENT = "Insufficient permission"
 ROLES = ("owner", "admin", "moderator", "member", "guest")

@@ -2,7 +2,7 @@
 
 Fixtures (bind them in a test module as `push_live = push_helpers.push_live`, which pytest finds and
 ruff accepts, unlike an import that test parameters shadow):
-- `push_service`: a running StandInPushService (tests/push_service.py);
+- `push_service`: a running StandInPushService (tests/support/push_service.py);
 - `push_live`: a LiveServer whose settings point at that service (its sender running).
 Client side: `PushClient` makes a push key, a token and its sealed registration, and
 `register_device(live, client)` creates and registers a device, waiting for the service's answer.
@@ -23,8 +23,8 @@ import nacl.public
 import nacl.secret
 import pytest
 
-from tests.helpers import Client, LiveServer, assert_success, data_dir_for
-from tests.push_service import StandInPushService, token_id_of
+from tests.support.helpers import Client, LiveServer, assert_success, data_dir_for
+from tests.support.push_service import StandInPushService, token_id_of
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import requests
 
-from tests.helpers import assert_success
+from tests.support.helpers import assert_success
 
 # Long enough for anything the server does at once; a test waiting this long has failed.
 WAIT = 10.0

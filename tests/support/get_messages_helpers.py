@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 
 from storage.model import flags as flag_bits
-from tests.channel_helpers import make_channel
-from tests.helpers import LiveServer, assert_success
-from tests.send_helpers import send_direct_ok, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import LiveServer, assert_success
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 NEWEST = 10000000000000000
 

@@ -1,5 +1,5 @@
 """Running real Zulip clients against a live tornchat: where they are installed, tmux, the server's answers,
-and zulip-terminal's Model driven directly (Driver, tests/zt_model_driver.py).
+and zulip-terminal's Model driven directly (Driver, tests/support/zt_model_driver.py).
 
 A client that is not installed skips its tests locally; CI (`.ci/run`) installs every client and
 sets TORNCHAT_REQUIRE_CLIENTS=1, under which a missing client fails instead.
@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import LiveServer
+from tests.support.helpers import LiveServer
+from tests.support.paths import REPO
 from tornchat.bootstrap import write_zuliprc
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where `.ci/run` (and a developer following README) puts the clients when no variable names them.
 CLIENTS_DIR = os.path.join(REPO, ".clients")
 JS_DIR = os.path.join(REPO, "tests", "js")
 # zulip-terminal's Model, run by zulip-terminal's Python (see Driver).
-ZT_MODEL_DRIVER = os.path.join(REPO, "tests", "zt_model_driver.py")
+ZT_MODEL_DRIVER = os.path.join(REPO, "tests", "support", "zt_model_driver.py")
 # How long a client gets to show something on its screen or finish a step.
 CLIENT_TIMEOUT = 30.0
 _sessions = itertools.count(1)

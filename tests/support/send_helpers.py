@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from storage.model import flags
-from tests.channel_helpers import make_channel
-from tests.helpers import assert_success
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import assert_success
 
 NO_PERMISSION = "You do not have permission to post in this channel."
 NO_NEW_TOPICS = "You do not have permission to create new topics in this channel."

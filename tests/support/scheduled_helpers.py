@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import deliver_due
-from tests.helpers import assert_success
+from tests.support.helpers import assert_success
 
 IN_AN_HOUR = 3600
 
