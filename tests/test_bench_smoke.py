@@ -11,13 +11,13 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+from tests.support.paths import REPO
 
 
 def test_capacity_quick_step_measures_every_kind() -> None:
     result = subprocess.run(
         [sys.executable, os.path.join("bench", "capacity.py"), "--quick", "--users", "20"],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,

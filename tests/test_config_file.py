@@ -10,12 +10,13 @@ import re
 import pytest
 import zulip
 
+from tests.support.paths import REPO
 from tests.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, FILE_KEYS, Settings, load_settings
 
 KEY = base64.b64encode(b"k" * 32).decode()
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README = os.path.join(REPO, "README.md")
 
 
 def write_config(data_dir, text: str | bytes) -> str:

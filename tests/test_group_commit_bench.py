@@ -11,13 +11,13 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+from tests.support.paths import REPO
 
 
 def test_send_throughput_tiny_run(tmp_path) -> None:
     command = [sys.executable, os.path.join("bench", "send_throughput.py"), "--subscribers", "30", "--history", "10",
                "--count", "20", "--warmup", "5", "--tmp", str(tmp_path)]  # fmt: skip
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = {line.split("|")[1].strip(): line for line in result.stdout.splitlines() if line.startswith("| ")}
     assert set(rows) == {"channel", "big", "small"}, result.stdout

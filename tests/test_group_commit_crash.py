@@ -19,10 +19,10 @@ import requests
 
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import PASSWORD
+from tests.support.paths import REPO
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENDERS = 8
 ANSWERED_BEFORE_KILL = 60
 
@@ -36,7 +36,7 @@ def free_port() -> int:
 def start_server(data_dir: str, port: int) -> subprocess.Popen[bytes]:
     """`python -m tornchat serve` in its own process; return once it accepts connections."""
     command = [sys.executable, "-m", "tornchat", "serve", "--data-dir", data_dir, "--port", str(port)]
-    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert server.poll() is None, f"the server exited with {server.returncode}"
@@ -140,9 +140,9 @@ for b, batch in enumerate(((send_message,) * 3, (send_message, send_message, kil
 
 def test_kill_9_between_batch_start_and_commit_loses_only_unanswered_sends(live):
     make_channel(live, "general", [live.owner.id])
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    env = {**os.environ, "PYTHONPATH": REPO}
     args = [live.server.settings.database_path, str(live.owner.id)]
-    done = subprocess.run([sys.executable, "-c", KILLED_MID_BATCH, *args], cwd=ROOT, env=env, timeout=60,
+    done = subprocess.run([sys.executable, "-c", KILLED_MID_BATCH, *args], cwd=REPO, env=env, timeout=60,
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == -signal.SIGKILL, done.stderr
     answered = [int(line) for line in done.stdout.split()]

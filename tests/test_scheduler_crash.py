@@ -17,9 +17,9 @@ import sys
 import pytest
 
 from tests.support.channel_helpers import make_channel
+from tests.support.paths import REPO
 from tests.support.scheduled_helpers import deliver, listed, schedule_direct_ok, schedule_ok
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MESSAGES = 30
 KILL_AFTER = 12
 
@@ -81,8 +81,8 @@ def test_kill_9_during_delivery_loses_and_repeats_nothing(live, mode, committed)
     live.clock.advance(70)
 
     args = [live.server.settings.database_path, str(live.clock.now), str(KILL_AFTER), mode]
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-c", DELIVER_UNTIL_KILLED, *args], cwd=ROOT, env=env, timeout=60,
+    env = {**os.environ, "PYTHONPATH": REPO}
+    done = subprocess.run([sys.executable, "-c", DELIVER_UNTIL_KILLED, *args], cwd=REPO, env=env, timeout=60,
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == -signal.SIGKILL, done.stderr
 

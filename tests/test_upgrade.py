@@ -21,6 +21,7 @@ from storage.model import flags
 from storage.org import groups, realm
 from storage.org.passwords import generate_api_key, hash_password
 from tests.support.helpers import PASSWORD, Client, FakeClock, LiveServer, assert_success, data_dir_for
+from tests.support.paths import REPO
 from tornchat import cli
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
@@ -420,7 +421,7 @@ SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 def test_systemd_units_pass_systemd_analyze_verify(tmp_path):
     """Verified in a root holding the system's units, the units and the programs they start."""
     root = tmp_path / "root"
-    packaging = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "packaging")
+    packaging = os.path.join(REPO, "packaging")
     units = root / "etc/systemd/system"
     units.mkdir(parents=True)
     for name in UNITS:
