@@ -6,9 +6,9 @@ import gc
 
 import msgspec
 
+from tests.storage.db.test_group_commit import Held, general  # noqa: F401 - the fixture
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_success
-from tests.test_group_commit import Held, general  # noqa: F401 - the fixture
 from tornchat.events.gc_hold import hold_garbage_collection
 
 
