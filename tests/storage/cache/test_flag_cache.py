@@ -17,10 +17,10 @@ from storage.fetch.message_fetch import FetchRequest, get_messages
 from storage.fetch.narrow import build_query, parse_narrow
 from storage.fetch.narrow_select import keeps_flags, select_sql
 from storage.model import flags as flag_bits
+from tests.storage.cache.test_message_cache import http_params, make_org, uncached
 from tests.support.channel_helpers import make_channel, subscribe
 from tests.support.get_messages_helpers import post
 from tests.support.helpers import LiveServer, assert_success, data_dir_for
-from tests.test_message_cache import http_params, make_org, uncached
 
 TOPICS = ["lunch", "deploy", "coffee"]
 
