@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from storage.text import linkify
+from tests.storage.org.test_linkifiers import create
 from tests.support.channel_helpers import make_channel
 from tests.support.events_helpers import events_now, register
 from tests.support.get_messages_helpers import message_by_id
 from tests.support.helpers import assert_success
 from tests.support.send_helpers import message_events, send_ok, stored
-from tests.test_linkifiers import create
 
 TRAC = "https://trac.example.com/ticket/{id}"
 

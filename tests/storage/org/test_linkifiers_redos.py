@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from storage.messages.message_render import render_message
 from storage.org import linkifiers
+from tests.storage.org.test_linkifiers import create, listed
 from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import message_by_id
 from tests.support.helpers import assert_error
 from tests.support.send_helpers import send_ok, stored
-from tests.test_linkifiers import create, listed
 
 # Catastrophic backtracking in Python's re (exponential on "aaa…a!"): the classic ReDoS patterns.
 NESTED_PLUS = "(?P<id>(a+)+)b"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.storage.org.test_users import ADMINS
 from tests.support.helpers import (
     ROLE_NAMES,
     assert_error,
@@ -13,7 +14,6 @@ from tests.support.helpers import (
     make_bot,
     set_visibility,
 )
-from tests.test_users import ADMINS
 
 MUST_BE_OWNER = ("Must be an organization owner", "UNAUTHORIZED_PRINCIPAL")
 GUEST_ADMIN = ("Guests cannot be organization administrators",)
