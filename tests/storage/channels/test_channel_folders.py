@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.storage.channels.test_streams import create_channel, events_after
 from tests.support.helpers import assert_error, assert_success
-from tests.test_streams import create_channel, events_after
 
 
 def create_folder(client, name, **params):

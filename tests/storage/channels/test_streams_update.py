@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from storage.org import groups
+from tests.storage.channels.test_streams import CANNOT_ADMINISTER, actor, create_channel, events_after
 from tests.support.helpers import assert_error, assert_success
-from tests.test_streams import CANNOT_ADMINISTER, actor, create_channel, events_after
 
 
 def patch(client, channel_id, **params):
