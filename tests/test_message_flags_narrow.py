@@ -130,7 +130,7 @@ def test_unread_skipped_in_unsubscribed_channels(live, world):
 def test_clamped_to_5000(live, world):
     # About 10,000 rows per request: unbounded here, so that a garbage collection of the test
     # process's heap, counted in the loop thread's CPU time, cannot spend the narrow budget
-    # (tests/test_narrow_budget.py tests the budget).
+    # (tests/storage/fetch/test_narrow_budget.py tests the budget).
     live.call(lambda: setattr(live.server.db, "query_budget", None))
     send(world.owner, "general")  # creates the channel's recipient
     ids = insert_messages(live, world.alice.id, world.general, 5003)

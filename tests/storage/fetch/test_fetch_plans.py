@@ -6,7 +6,7 @@ from storage.fetch import message_fetch
 from storage.fetch.message_objects import ROW_COLUMNS
 from storage.fetch.narrow import Term, build_query
 from storage.fetch.narrow_select import select_sql
-from tests.test_message_plans import setup  # noqa: F401  # the module's database fixture
+from tests.storage.fetch.test_message_plans import setup  # noqa: F401  # the module's database fixture
 
 
 def page_plan(db, user, terms):
