@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.storage.messages.test_message_flags import World, flag_events, flags_of, send, unread_ids
 from tests.support.channel_helpers import make_channel, unsubscribe
 from tests.support.helpers import assert_error, assert_success
 from tests.support.send_helpers import insert_messages
-from tests.test_message_flags import World, flag_events, flags_of, send, unread_ids
 
 CHANNEL_NARROW = [{"operator": "channel", "operand": "general"}]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.storage.messages.test_message_flags import World, flag_events, send, set_flag, unread_ids
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success
-from tests.test_message_flags import World, flag_events, send, set_flag, unread_ids
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from tests.storage.messages.test_uploads import fetch, upload_ok
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success
 from tests.support.send_helpers import send_direct_ok, send_ok
-from tests.test_uploads import fetch, upload_ok
 
 INVALID = "Invalid attachment"
 
