@@ -13,7 +13,7 @@ import pytest
 import urllib3
 import zulip
 
-from tests.test_cli import free_port, read_zuliprc, serving
+from tests.tornchat.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, load_settings
 from tornchat.tls import make_ssl_context

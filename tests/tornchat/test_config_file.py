@@ -11,7 +11,7 @@ import pytest
 import zulip
 
 from tests.support.paths import REPO
-from tests.test_cli import free_port, read_zuliprc, serving
+from tests.tornchat.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, FILE_KEYS, Settings, load_settings
 

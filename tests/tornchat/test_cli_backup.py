@@ -10,7 +10,7 @@ import tarfile
 import pytest
 import zulip
 
-from tests.test_cli import free_port, read_zuliprc, run, serving
+from tests.tornchat.test_cli import free_port, read_zuliprc, run, serving
 
 
 @pytest.fixture

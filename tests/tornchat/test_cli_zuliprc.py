@@ -11,7 +11,7 @@ import pytest
 import requests
 import zulip
 
-from tests.test_cli import TORNCHAT, free_port, read_zuliprc, run, serving
+from tests.tornchat.test_cli import TORNCHAT, free_port, read_zuliprc, run, serving
 
 USER = ["--email", "al@example.com", "--full-name", "Al", "--password", "pw-12345"]
 
