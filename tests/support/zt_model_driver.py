@@ -1,6 +1,6 @@
 """Drive zulip-terminal's Model against a live tornchat; run with zulip-terminal's own Python.
 
-Not a test module: tests/test_zulip_terminal_events.py starts it as a subprocess with the zuliprc
+Not a test module: tests/clients/test_zulip_terminal_events.py starts it as a subprocess with the zuliprc
 of a user. It builds zulip-terminal's real Model (its own POST /register, GET /messages and event
 handlers) with a stand-in for the user interface (a MagicMock, so every `controller.view...` call
 succeeds), prints one JSON line {"queue_id", "user_id"} once registered, and then answers each
