@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import pytest
 import zulip
 
+from tests.support.channel_helpers import make_channel
 from tests.support.helpers import LiveServer, NextServer, data_dir_for
 from tornchat.bootstrap import write_zuliprc
 
@@ -16,6 +17,12 @@ def live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     server = LiveServer(data_dir_for(tmp_path))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def general(live) -> int:  # type: ignore[no-untyped-def]
+    """A public channel "general" the owner is subscribed to; its id."""
+    return make_channel(live, "general", [live.owner.id])
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import sys
 import pytest
 import zulip
 
-from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_success
 from tornchat.bootstrap import write_zuliprc
 
@@ -29,11 +28,6 @@ PNG = bytes.fromhex(
 def ok(response):  # type: ignore[no-untyped-def]
     assert response["result"] == "success", response
     return response
-
-
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
 
 
 @pytest.fixture

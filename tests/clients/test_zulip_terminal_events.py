@@ -39,14 +39,14 @@ def bob(live) -> Client:
 
 
 @pytest.fixture
-def general(live, bob) -> int:
+def general_with_bob(live, bob) -> int:
     channel_id = make_channel(live, "general", [live.owner.id, bob.id])
     send_stream(bob, "general", "lunch at noon", topic="lunch")
     return channel_id
 
 
 @pytest.fixture
-def model(live, general, tmp_path) -> Iterator[Driver]:
+def model(live, general_with_bob, tmp_path) -> Iterator[Driver]:
     driver = Driver(live, tmp_path)
     try:
         yield driver
@@ -76,7 +76,7 @@ def test_new_messages_of_every_kind_are_indexed(model, live, bob):
 
 
 @pytest.mark.client
-def test_edits_and_moves_reach_its_index(model, live, bob, general):
+def test_edits_and_moves_reach_its_index(model, live, bob, general_with_bob):
     message_id = send_stream(bob, "general", "at noon", topic="lunch")
     other = make_channel(live, "design", [live.owner.id, bob.id])
     assert_success(bob.patch(f"/messages/{message_id}", {"content": "at one"}))
@@ -91,7 +91,7 @@ def test_edits_and_moves_reach_its_index(model, live, bob, general):
 
 
 @pytest.mark.client
-def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general):
+def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general_with_bob):
     # zulip-terminal has no empty_topic_name capability: the empty topic is "general chat" in every
     # event, a move's orig_subject and subject too, as in its messages (Zulip's event_queue.py).
     message_id = send_stream(bob, "general", "in general chat", topic="")
@@ -105,7 +105,7 @@ def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob
 
 
 @pytest.mark.parametrize(("capabilities", "topic"), [({}, "general chat"), ({"empty_topic_name": True}, "")])
-def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, general, capabilities, topic):
+def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, general_with_bob, capabilities, topic):
     queue_id = register(live.owner, client_capabilities=capabilities)["queue_id"]
     message_id = send_stream(bob, "general", "in general chat", topic="")
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
@@ -123,10 +123,12 @@ def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, ge
     [(["muted_topics"], ["muted_topics"]), (["muted_topics", "user_topic"], ["user_topic"]),
      (None, ["muted_topics", "user_topic"])],
 )  # fmt: skip
-def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, general, event_types, received):
+def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, general_with_bob, event_types, received):
     params = {} if event_types is None else {"event_types": event_types}
     queue_id = register(live.owner, **params)["queue_id"]
-    assert_success(live.owner.post("/user_topics", {"stream_id": general, "topic": "lunch", "visibility_policy": 1}))
+    assert_success(
+        live.owner.post("/user_topics", {"stream_id": general_with_bob, "topic": "lunch", "visibility_policy": 1})
+    )
     assert [e["type"] for e in events_now(live.owner, queue_id)] == received
 
 
@@ -134,7 +136,7 @@ def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, gene
 
 
 @pytest.mark.client
-def test_reactions_from_others_and_from_the_user(model, live, bob, general):
+def test_reactions_from_others_and_from_the_user(model, live, bob, general_with_bob):
     message_id = send_stream(bob, "general", "react to me", topic="lunch")
     model.poll()
     url = f"/messages/{message_id}/reactions"
@@ -147,7 +149,7 @@ def test_reactions_from_others_and_from_the_user(model, live, bob, general):
 
 
 @pytest.mark.client
-def test_stars_and_read_flags(model, live, bob, general):
+def test_stars_and_read_flags(model, live, bob, general_with_bob):
     first, second = (send_stream(bob, "general", text, topic="lunch") for text in ("one", "two"))
     model.poll()
     assert_success(live.owner.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
@@ -171,34 +173,34 @@ def set_property(client: Client, stream_id: int, name: str, value: Any) -> None:
 
 
 @pytest.mark.client
-def test_subscription_changes(model, live, bob, general):
+def test_subscription_changes(model, live, bob, general_with_bob):
     for name, value in (("is_muted", True), ("pin_to_top", True), ("desktop_notifications", True)):
-        set_property(live.owner, general, name, value)
-    set_property(live.owner, general, "color", "#a0b0c0")
+        set_property(live.owner, general_with_bob, name, value)
+    set_property(live.owner, general_with_bob, "color", "#a0b0c0")
     results = model.poll()
     assert [r["event"]["property"] for r in results] == [
         "in_home_view", "is_muted", "pin_to_top", "desktop_notifications", "color",
     ]  # fmt: skip
     state = model.state()
-    assert state["muted_streams"] == [general] and state["pinned_streams"] == [general]
-    assert state["visual_notified_streams"] == [general]
-    set_property(live.owner, general, "in_home_view", True)  # the legacy name unmutes
-    set_property(live.owner, general, "pin_to_top", False)
+    assert state["muted_streams"] == [general_with_bob] and state["pinned_streams"] == [general_with_bob]
+    assert state["visual_notified_streams"] == [general_with_bob]
+    set_property(live.owner, general_with_bob, "in_home_view", True)  # the legacy name unmutes
+    set_property(live.owner, general_with_bob, "pin_to_top", False)
     model.poll()
     assert (model.state()["muted_streams"], model.state()["pinned_streams"]) == ([], [])
 
 
 @pytest.mark.client
-def test_others_joining_and_leaving_a_channel(model, live, bob, general):
+def test_others_joining_and_leaving_a_channel(model, live, bob, general_with_bob):
     carol = live.make_user(email="carol@example.com", full_name="Carol")
     assert_success(subscribe(carol, ["general"]))
-    assert model.state()["subscribers"][str(general)] == sorted([live.owner.id, bob.id])
+    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob.id])
     model.poll()
-    assert model.state()["subscribers"][str(general)] == sorted([live.owner.id, bob.id, carol.id])
+    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob.id, carol.id])
     assert_success(unsubscribe(carol, ["general"]))
     assert_success(unsubscribe(bob, ["general"]))
     model.poll()
-    assert model.state()["subscribers"][str(general)] == [live.owner.id]
+    assert model.state()["subscribers"][str(general_with_bob)] == [live.owner.id]
 
 
 @pytest.mark.client
@@ -244,11 +246,11 @@ def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
 
 
 @pytest.mark.client
-def test_only_muted_topics_are_in_its_muted_topics(live, bob, general, tmp_path):
+def test_only_muted_topics_are_in_its_muted_topics(live, bob, general_with_bob, tmp_path):
     # POST /register's legacy muted_topics ([channel, topic, date_muted]) lists muted topics only,
     # not unmuted or followed ones, which zulip-terminal would otherwise hide.
     for topic, policy in (("noise", 1), ("lunch", 2), ("plans", 3)):
-        body = {"stream_id": general, "topic": topic, "visibility_policy": policy}
+        body = {"stream_id": general_with_bob, "topic": topic, "visibility_policy": policy}
         assert_success(live.owner.post("/user_topics", body))
     driver = Driver(live, tmp_path)
     try:
@@ -298,13 +300,15 @@ def test_custom_emoji_added_and_removed(model, live):
 
 
 @pytest.mark.client
-def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, general):
+def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, general_with_bob):
     # Presence, topic visibility, user and channel changes: none of them reach its queue.
     assert_success(bob.post("/users/me/presence", {"status": "active"}))
-    assert_success(live.owner.post("/user_topics", {"stream_id": general, "topic": "lunch", "visibility_policy": 1}))
+    assert_success(
+        live.owner.post("/user_topics", {"stream_id": general_with_bob, "topic": "lunch", "visibility_policy": 1})
+    )
     assert_success(bob.patch("/settings", {"full_name": "Robert Builder"}))
-    assert_success(live.owner.patch(f"/streams/{general}", {"description": "lunch plans"}))
-    set_property(live.owner, general, "pin_to_top", True)
+    assert_success(live.owner.patch(f"/streams/{general_with_bob}", {"description": "lunch plans"}))
+    set_property(live.owner, general_with_bob, "pin_to_top", True)
     assert types_of(model.poll()) == ["subscription"]
 
 

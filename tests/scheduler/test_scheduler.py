@@ -30,11 +30,6 @@ from tests.support.send_helpers import NO_PERMISSION, message_events
 LATE = "Message could not be sent at the scheduled time."
 
 
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
-
-
 def later(live, seconds: int) -> int:
     return int(live.clock.now) + seconds
 

@@ -13,7 +13,6 @@ from urllib.parse import quote
 import pytest
 import requests
 
-from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success
 
 BOUNDARY = "----tornchatBoundary7MA4YWxkTrZu0gW"
@@ -46,11 +45,6 @@ def raw(live):
 
     yield send
     session.close()
-
-
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
 
 
 def send_message(live, content="hello"):

@@ -32,11 +32,6 @@ def update_event(channel_id, name, prop, value, **extra):
     } | extra
 
 
-@pytest.fixture
-def channel(live):
-    return create_channel(live.owner, "general", [live.owner.id])
-
-
 # -- who may patch -----------------------------------------------------------------------------
 
 
@@ -73,55 +68,55 @@ def test_patch_unknown_channel(live):
 # -- name and description ----------------------------------------------------------------------
 
 
-def test_rename(live, channel):
+def test_rename(live, general):
     member = live.make_user()
     count = len(live.events())
-    assert_success(patch(live.owner, channel, new_name="  announcements "))
-    assert stream(live.owner, channel)["name"] == "announcements"
+    assert_success(patch(live.owner, general, new_name="  announcements "))
+    assert stream(live.owner, general)["name"] == "announcements"
     [(event, audience)] = events_after(live, count)
-    assert event == update_event(channel, "general", "name", "announcements")
+    assert event == update_event(general, "general", "name", "announcements")
     assert audience == {live.owner.id, member.id}
 
 
-def test_rename_errors(live, channel):
+def test_rename_errors(live, general):
     create_channel(live.owner, "Taken")
-    assert_error(patch(live.owner, channel, new_name="general"), "Channel already has that name.")
+    assert_error(patch(live.owner, general, new_name="general"), "Channel already has that name.")
     body = assert_error(
-        patch(live.owner, channel, new_name="taken"), "Channel 'taken' already exists", "CHANNEL_ALREADY_EXISTS", 409
+        patch(live.owner, general, new_name="taken"), "Channel 'taken' already exists", "CHANNEL_ALREADY_EXISTS", 409
     )
     assert body["channel_name"] == "taken"
-    assert_error(patch(live.owner, channel, new_name="  "), "Channel name can't be empty.")
-    assert_error(patch(live.owner, channel, new_name="x" * 61), "Channel name too long (limit: 60 characters).")
-    assert_error(patch(live.owner, channel, new_name="a\x00b"), "Invalid character in channel name, at position 2.")
+    assert_error(patch(live.owner, general, new_name="  "), "Channel name can't be empty.")
+    assert_error(patch(live.owner, general, new_name="x" * 61), "Channel name too long (limit: 60 characters).")
+    assert_error(patch(live.owner, general, new_name="a\x00b"), "Invalid character in channel name, at position 2.")
     # Changing only the case is a rename like any other.
-    assert_success(patch(live.owner, channel, new_name="General"))
-    assert stream(live.owner, channel)["name"] == "General"
+    assert_success(patch(live.owner, general, new_name="General"))
+    assert stream(live.owner, general)["name"] == "General"
 
 
-def test_description(live, channel):
+def test_description(live, general):
     count = len(live.events())
-    assert_success(patch(live.owner, channel, description="*All*\nhands"))
+    assert_success(patch(live.owner, general, description="*All*\nhands"))
     rendered = "<p><em>All</em> hands</p>"
-    assert (stream(live.owner, channel)["description"], stream(live.owner, channel)["rendered_description"]) == (
+    assert (stream(live.owner, general)["description"], stream(live.owner, general)["rendered_description"]) == (
         "*All* hands",
         rendered,
     )
     [(event, _)] = events_after(live, count)
-    assert event == update_event(channel, "general", "description", "*All* hands", rendered_description=rendered)
-    assert_error(patch(live.owner, channel, description="x" * 1025), "description is too long (limit: 1024 characters)")
+    assert event == update_event(general, "general", "description", "*All* hands", rendered_description=rendered)
+    assert_error(patch(live.owner, general, description="x" * 1025), "description is too long (limit: 1024 characters)")
 
 
-def test_nothing_to_change_is_not_an_error(live, channel):
+def test_nothing_to_change_is_not_an_error(live, general):
     count = len(live.events())
-    assert_success(patch(live.owner, channel))
-    assert_success(patch(live.owner, channel, description="", is_private=False, topics_policy="inherit"))
+    assert_success(patch(live.owner, general))
+    assert_success(patch(live.owner, general, description="", is_private=False, topics_policy="inherit"))
     assert events_after(live, count) == []
 
 
-def test_events_carry_the_name_at_their_time(live, channel):
+def test_events_carry_the_name_at_their_time(live, general):
     folder = assert_success(live.owner.post("/channel_folders/create", {"name": "Teams"}))["channel_folder_id"]
     count = len(live.events())
-    assert_success(patch(live.owner, channel, description="d", new_name="renamed", folder_id=folder))
+    assert_success(patch(live.owner, general, description="d", new_name="renamed", folder_id=folder))
     assert [(e["property"], e["name"]) for e, _ in events_after(live, count)] == [
         ("description", "general"),
         ("name", "general"),
@@ -186,19 +181,19 @@ def test_private_channel_history(live):
         {"is_private": False, "history_public_to_subscribers": False},
     ],
 )
-def test_public_channels_share_history(live, channel, params):
-    assert_error(patch(live.owner, channel, **params), "Invalid parameters")
+def test_public_channels_share_history(live, general, params):
+    assert_error(patch(live.owner, general, **params), "Invalid parameters")
 
 
-def test_web_public_rules(live, channel):
+def test_web_public_rules(live, general):
     private = create_channel(live.owner, "private", [live.owner.id], invite_only=True)
-    assert_error(patch(live.owner, channel, is_web_public=True), "Web-public channels are not enabled.")
+    assert_error(patch(live.owner, general, is_web_public=True), "Web-public channels are not enabled.")
     live.write(lambda tx: tx.execute("UPDATE realm SET enable_spectator_access = 1"))
     assert_error(patch(live.owner, private, is_web_public=True), "Invalid parameters")
-    assert_error(patch(live.make_user("admin"), channel, is_web_public=True), "Insufficient permission")
-    assert_success(patch(live.owner, channel, is_web_public=True))
-    assert stream(live.owner, channel)["is_web_public"] is True
-    assert_error(patch(live.owner, channel, is_private=True), "Invalid parameters")
+    assert_error(patch(live.make_user("admin"), general, is_web_public=True), "Insufficient permission")
+    assert_success(patch(live.owner, general, is_web_public=True))
+    assert stream(live.owner, general)["is_web_public"] is True
+    assert_error(patch(live.owner, general, is_private=True), "Invalid parameters")
 
 
 def test_privacy_needs_the_realm_permission(live):
@@ -212,14 +207,14 @@ def test_privacy_needs_the_realm_permission(live):
 # -- default channels, retention, folders, topics policy ---------------------------------------
 
 
-def test_default_channel(live, channel):
+def test_default_channel(live, general):
     guest = live.make_user("guest")
     count = len(live.events())
-    assert_success(patch(live.owner, channel, is_default_stream=True))
+    assert_success(patch(live.owner, general, is_default_stream=True))
     [(event, audience)] = events_after(live, count, "default_streams")
-    assert [s["stream_id"] for s in event["default_streams"]] == [channel] and guest.id not in audience
-    assert_error(patch(live.owner, channel, is_private=True), "A default channel cannot be private.")
-    assert_success(patch(live.owner, channel, is_default_stream=False, is_private=True))
+    assert [s["stream_id"] for s in event["default_streams"]] == [general] and guest.id not in audience
+    assert_error(patch(live.owner, general, is_private=True), "A default channel cannot be private.")
+    assert_success(patch(live.owner, general, is_default_stream=False, is_private=True))
     assert assert_success(live.owner.get("/streams", {"include_default": True}))["streams"][0]["is_default"] is False
 
 
@@ -229,43 +224,43 @@ def test_only_administrators_change_default_channels(live):
     assert_error(patch(member, mine, is_default_stream=True), "You do not have permission to change default channels.")
 
 
-def test_message_retention(live, channel):
+def test_message_retention(live, general):
     for value, stored in (('"unlimited"', -1), (30, 30), ('"realm_default"', None)):
-        assert_success(patch(live.owner, channel, message_retention_days=value))
-        assert stream(live.owner, channel)["message_retention_days"] == stored
+        assert_success(patch(live.owner, general, message_retention_days=value))
+        assert stream(live.owner, general)["message_retention_days"] == stored
     for bad in (0, -5, '"forever"'):
         body = assert_error(
-            patch(live.owner, channel, message_retention_days=bad),
+            patch(live.owner, general, message_retention_days=bad),
             f"Bad value for 'message_retention_days': {str(bad).strip(chr(34))}",
             "REQUEST_VARIABLE_INVALID",
         )
         assert body["var_name"] == "message_retention_days"
     assert_error(
-        patch(live.make_user("admin"), channel, message_retention_days=30),
+        patch(live.make_user("admin"), general, message_retention_days=30),
         "Must be an organization owner",
         "UNAUTHORIZED_PRINCIPAL",
     )
 
 
-def test_folder(live, channel):
+def test_folder(live, general):
     folder = assert_success(live.owner.post("/channel_folders/create", {"name": "Teams"}))["channel_folder_id"]
     count = len(live.events())
-    assert_success(patch(live.owner, channel, folder_id=folder))
-    assert stream(live.owner, channel)["folder_id"] == folder
-    assert_success(patch(live.owner, channel, folder_id=None))
-    assert stream(live.owner, channel)["folder_id"] is None
+    assert_success(patch(live.owner, general, folder_id=folder))
+    assert stream(live.owner, general)["folder_id"] == folder
+    assert_success(patch(live.owner, general, folder_id=None))
+    assert stream(live.owner, general)["folder_id"] is None
     assert [e["value"] for e, _ in events_after(live, count)] == [folder, None]
-    assert_error(patch(live.owner, channel, folder_id=999), "Invalid channel folder ID")
-    assert_error(patch(live.owner, channel, folder_id="x"), "folder_id is not valid JSON")
+    assert_error(patch(live.owner, general, folder_id=999), "Invalid channel folder ID")
+    assert_error(patch(live.owner, general, folder_id="x"), "folder_id is not valid JSON")
 
 
-def test_topics_policy(live, channel):
+def test_topics_policy(live, general):
     count = len(live.events())
-    assert_success(patch(live.owner, channel, topics_policy="disable_empty_topic"))
-    assert_success(patch(live.owner, channel, topics_policy='"empty_topic_only"'))
-    assert stream(live.owner, channel)["topics_policy"] == "empty_topic_only"
+    assert_success(patch(live.owner, general, topics_policy="disable_empty_topic"))
+    assert_success(patch(live.owner, general, topics_policy='"empty_topic_only"'))
+    assert stream(live.owner, general)["topics_policy"] == "empty_topic_only"
     assert [e["value"] for e, _ in events_after(live, count)] == ["disable_empty_topic", "empty_topic_only"]
-    assert_error(patch(live.owner, channel, topics_policy="sometimes"), "Invalid topics_policy")
+    assert_error(patch(live.owner, general, topics_policy="sometimes"), "Invalid topics_policy")
 
 
 def test_topics_policy_needs_the_realm_permission(live):
@@ -279,17 +274,17 @@ def test_topics_policy_needs_the_realm_permission(live):
 # -- group settings ----------------------------------------------------------------------------
 
 
-def test_group_setting_new_and_old(live, channel):
+def test_group_setting_new_and_old(live, general):
     admins, everyone = group_id(live, "role:administrators"), group_id(live, "role:everyone")
     count = len(live.events())
-    assert_success(patch(live.owner, channel, can_send_message_group={"new": admins, "old": everyone}))
+    assert_success(patch(live.owner, general, can_send_message_group={"new": admins, "old": everyone}))
     body = assert_error(
-        patch(live.owner, channel, can_send_message_group={"new": everyone, "old": everyone}),
+        patch(live.owner, general, can_send_message_group={"new": everyone, "old": everyone}),
         "'old' value does not match the expected value.",
         "EXPECTATION_MISMATCH",
     )
     assert body["field_name"] == "can_send_message_group"
-    got = stream(live.owner, channel)
+    got = stream(live.owner, general)
     assert (got["can_send_message_group"], got["stream_post_policy"], got["is_announcement_only"]) == (admins, 2, True)
     assert [(e["property"], e["value"]) for e, _ in events_after(live, count)] == [
         ("can_send_message_group", admins),
@@ -298,46 +293,46 @@ def test_group_setting_new_and_old(live, channel):
     ]
 
 
-def test_group_setting_anonymous_values(live, channel):
+def test_group_setting_anonymous_values(live, general):
     member = live.make_user()
     value = {"direct_members": [member.id], "direct_subgroups": [group_id(live, "role:moderators")]}
-    assert_success(patch(live.owner, channel, can_remove_subscribers_group={"new": value}))
-    assert stream(live.owner, channel)["can_remove_subscribers_group"] == value
+    assert_success(patch(live.owner, general, can_remove_subscribers_group={"new": value}))
+    assert stream(live.owner, general)["can_remove_subscribers_group"] == value
     # The same members in another order, or one subgroup spelled as an object: no change, no event.
     count = len(live.events())
     same = {"direct_members": [member.id], "direct_subgroups": value["direct_subgroups"]}
-    assert_success(patch(live.owner, channel, can_remove_subscribers_group={"new": same, "old": value}))
+    assert_success(patch(live.owner, general, can_remove_subscribers_group={"new": same, "old": value}))
     admins = group_id(live, "role:administrators")
     assert_success(
         patch(
             live.owner,
-            channel,
+            general,
             can_create_topic_group={
                 "new": {"direct_members": [], "direct_subgroups": [group_id(live, "role:everyone")]}
             },
         )
     )
     assert events_after(live, count) == []
-    assert_success(patch(live.owner, channel, can_remove_subscribers_group={"new": admins}))
-    assert stream(live.owner, channel)["can_remove_subscribers_group"] == admins
+    assert_success(patch(live.owner, general, can_remove_subscribers_group={"new": admins}))
+    assert stream(live.owner, general)["can_remove_subscribers_group"] == admins
 
 
-def test_group_setting_errors(live, channel):
+def test_group_setting_errors(live, general):
     everyone = group_id(live, "role:everyone")
     assert_error(
-        patch(live.owner, channel, can_add_subscribers_group={"new": everyone}),
+        patch(live.owner, general, can_add_subscribers_group={"new": everyone}),
         "'can_add_subscribers_group' setting cannot be set to 'role:everyone' group.",
     )
     assert_error(
-        patch(live.owner, channel, can_send_message_group={"old": everyone}),
+        patch(live.owner, general, can_send_message_group={"old": everyone}),
         'can_send_message_group["new"] field is missing: Field required',
     )
     assert_error(
-        patch(live.owner, channel, can_send_message_group={"new": everyone, "oldest": 1}),
+        patch(live.owner, general, can_send_message_group={"new": everyone, "oldest": 1}),
         'Argument "oldest" at can_send_message_group["oldest"] is unexpected',
     )
-    assert_error(patch(live.owner, channel, can_send_message_group={"new": 999999}), "Invalid user group")
-    assert_error(patch(live.owner, channel, can_send_message_group=5), "can_send_message_group is not a dict")
+    assert_error(patch(live.owner, general, can_send_message_group={"new": 999999}), "Invalid user group")
+    assert_error(patch(live.owner, general, can_send_message_group=5), "can_send_message_group is not a dict")
 
 
 def test_settings_granting_access_need_content_access(live):
@@ -395,11 +390,11 @@ def test_channel_administrator_change_moves_the_audience(live):
     assert_error(newcomer.get(f"/streams/{private}"), "Invalid channel ID")
 
 
-def test_failed_patch_changes_nothing(live, channel):
+def test_failed_patch_changes_nothing(live, general):
     count = len(live.events())
     assert_error(
-        patch(live.owner, channel, description="new", new_name="x" * 61),
+        patch(live.owner, general, description="new", new_name="x" * 61),
         "Channel name too long (limit: 60 characters).",
     )
-    assert stream(live.owner, channel)["description"] == ""
+    assert stream(live.owner, general)["description"] == ""
     assert events_after(live, count) == []

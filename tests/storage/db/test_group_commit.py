@@ -12,8 +12,6 @@ import concurrent.futures
 import sqlite3
 from typing import Any
 
-import pytest
-
 from storage.db.write_batch import WriteBatcher
 from tests.support.channel_helpers import make_channel, set_channel_group
 from tests.support.helpers import Client, assert_error, assert_success, wait_for
@@ -60,11 +58,6 @@ class Held:
         batches = self.live.call(run)
         self.pool.shutdown()
         return batches
-
-
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
 
 
 def test_a_failing_send_rolls_back_only_itself(live, general):

@@ -6,13 +6,13 @@ import gc
 
 import msgspec
 
-from tests.storage.db.test_group_commit import Held, general  # noqa: F401 - the fixture
+from tests.storage.db.test_group_commit import Held
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_success
 from tornchat.events.gc_hold import hold_garbage_collection
 
 
-def test_events_of_sends_drained_at_close_are_saved_with_the_queues(live, general):  # noqa: F811
+def test_events_of_sends_drained_at_close_are_saved_with_the_queues(live, general):
     queue_id = register(live.owner, event_types=["message"])["queue_id"]
     live.call(live.server.shutdown)  # answers parked polls, saves the queues
     held = Held(live)

@@ -23,12 +23,6 @@ from tests.support.send_helpers import NO_GENERAL_CHAT, NO_PERMISSION, count_row
 FUTURE = "Scheduled delivery time must be in the future."
 
 
-@pytest.fixture
-def general(live):
-    """A public channel the owner is subscribed to."""
-    return make_channel(live, "general", [live.owner.id])
-
-
 def later(live, seconds: int = IN_AN_HOUR) -> int:
     return int(live.clock.now) + seconds
 

@@ -24,11 +24,6 @@ NEEDS_TOPIC = "Topic required when updating scheduled message type to channel."
 NO_CHANNEL = "Channel with ID '9999' does not exist"
 
 
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
-
-
 def later(live, seconds: int = 3600) -> int:
     return int(live.clock.now) + seconds
 

@@ -8,13 +8,6 @@ from tests.support.channel_helpers import archive, make_channel, set_channel_gro
 from tests.support.helpers import assert_error, assert_success, make_bot
 from tests.support.send_helpers import NO_NEW_TOPICS, NO_PERMISSION, send, send_ok, stored
 
-
-@pytest.fixture
-def general(live):
-    """A public channel the owner is subscribed to."""
-    return make_channel(live, "general", [live.owner.id])
-
-
 # -- addressing --------------------------------------------------------------------------------
 
 

@@ -17,11 +17,6 @@ from tests.support.send_helpers import (
 )
 
 
-@pytest.fixture
-def general(live):
-    return make_channel(live, "general", [live.owner.id])
-
-
 def topic_of(live, message_id):
     return stored(live, message_id)["topic"]
 
