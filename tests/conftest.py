@@ -19,6 +19,15 @@ def live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_live(tmp_path_factory) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
+    """One server for every test of a module, on what the module's own (autouse) fixture puts in it:
+    for tests that do not disturb one another, where a fresh `live` each would cost a start each."""
+    server = LiveServer(data_dir_for(tmp_path_factory.mktemp("shared")))
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def general(live) -> int:  # type: ignore[no-untyped-def]
     """A public channel "general" the owner is subscribed to; its id."""

@@ -13,10 +13,10 @@ from tests.support.get_messages_helpers import NEWEST, fetch, ids_of, post, post
 from tests.support.helpers import LiveServer
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
+@pytest.fixture(scope="module", autouse=True)
+def anchors_history(shared_live):
     """Alice sees g1..g5; between them are messages of a private channel and a DM she is not in."""
-    server = LiveServer(os.path.join(str(tmp_path_factory.mktemp("anchors")), "data"))
+    server = shared_live
     owner = server.owner
     alice = server.alice = server.make_user(full_name="Alice")
     bob, carol = server.make_user(), server.make_user()
@@ -29,8 +29,6 @@ def live(tmp_path_factory):
             server.m[key] = post_direct(server, bob, [carol.id], "not for alice")
         else:
             server.m[key] = post(server, owner, "general" if key[0] == "g" else "private", "t", key)
-    yield server
-    server.stop()
 
 
 def page(live, anchor, before, after, **params):
@@ -43,111 +41,115 @@ def flags_of(body):
     return body["found_anchor"], body["found_oldest"], body["found_newest"]
 
 
-def test_newest(live):
-    body, names = page(live, "newest", 2, 0)
+def test_newest(shared_live):
+    body, names = page(shared_live, "newest", 2, 0)
     assert names == ["g4", "g5"] and body["anchor"] == NEWEST
     assert flags_of(body) == (False, False, True)
-    body, names = page(live, "newest", 10, 5)  # num_after means nothing above the newest
+    body, names = page(shared_live, "newest", 10, 5)  # num_after means nothing above the newest
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (False, True, True)
 
 
-def test_oldest(live):
-    body, names = page(live, "oldest", 3, 2)
+def test_oldest(shared_live):
+    body, names = page(shared_live, "oldest", 3, 2)
     assert names == ["g1", "g2"] and body["anchor"] == 0
     assert flags_of(body) == (False, True, False)
-    body, names = page(live, "oldest", 0, 5)
+    body, names = page(shared_live, "oldest", 0, 5)
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (False, True, False)
-    body, names = page(live, "oldest", 0, 6)
+    body, names = page(shared_live, "oldest", 0, 6)
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (False, True, True)
 
 
-def test_numeric_anchor_in_the_middle(live):
-    g3 = live.m["g3"]
-    body, names = page(live, g3, 1, 1)
+def test_numeric_anchor_in_the_middle(shared_live):
+    g3 = shared_live.m["g3"]
+    body, names = page(shared_live, g3, 1, 1)
     assert names == ["g2", "g3", "g4"] and body["anchor"] == g3
     assert flags_of(body) == (True, False, False)
     # Exactly as many as asked for on a side promises nothing; fewer than asked reaches the end.
-    body, names = page(live, g3, 2, 2)
+    body, names = page(shared_live, g3, 2, 2)
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (True, False, False)
-    body, names = page(live, g3, 3, 3)
+    body, names = page(shared_live, g3, 3, 3)
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (True, True, True)
 
 
-def test_anchor_alone(live):
-    body, names = page(live, live.m["g3"], 0, 0)
+def test_anchor_alone(shared_live):
+    body, names = page(shared_live, shared_live.m["g3"], 0, 0)
     assert names == ["g3"] and flags_of(body) == (True, False, False)
-    body, names = page(live, live.m["p2"], 0, 0)
+    body, names = page(shared_live, shared_live.m["p2"], 0, 0)
     assert names == [] and flags_of(body) == (False, False, False)
 
 
-def test_anchor_on_a_message_the_user_did_not_receive(live):
+def test_anchor_on_a_message_the_user_did_not_receive(shared_live):
     for key in ("p2", "p3"):
-        body, names = page(live, live.m[key], 1, 1)
-        assert names == ["g2", "g3"] and body["anchor"] == live.m[key]
+        body, names = page(shared_live, shared_live.m[key], 1, 1)
+        assert names == ["g2", "g3"] and body["anchor"] == shared_live.m[key]
         assert flags_of(body) == (False, False, False)
-    body, names = page(live, live.m["d"], 5, 5)
+    body, names = page(shared_live, shared_live.m["d"], 5, 5)
     assert names == ["g1", "g2", "g3", "g4", "g5"] and flags_of(body) == (False, True, True)
 
 
-def test_the_gap_does_not_count_against_num_before(live):
-    body, names = page(live, live.m["g3"], 2, 0)
+def test_the_gap_does_not_count_against_num_before(shared_live):
+    body, names = page(shared_live, shared_live.m["g3"], 2, 0)
     assert names == ["g1", "g2", "g3"] and flags_of(body) == (True, False, False)
-    body, names = page(live, live.m["g3"], 3, 0)
+    body, names = page(shared_live, shared_live.m["g3"], 3, 0)
     assert names == ["g1", "g2", "g3"] and flags_of(body) == (True, True, False)
 
 
-def test_include_anchor_false(live):
-    g3 = live.m["g3"]
-    body, names = page(live, g3, 2, 0, include_anchor=False)
+def test_include_anchor_false(shared_live):
+    g3 = shared_live.m["g3"]
+    body, names = page(shared_live, g3, 2, 0, include_anchor=False)
     assert names == ["g1", "g2"] and flags_of(body) == (False, False, False)
-    body, names = page(live, g3, 0, 2, include_anchor=False)
+    body, names = page(shared_live, g3, 0, 2, include_anchor=False)
     assert names == ["g4", "g5"] and flags_of(body) == (False, False, False)
-    body, names = page(live, g3, 0, 3, include_anchor=False)
+    body, names = page(shared_live, g3, 0, 3, include_anchor=False)
     assert names == ["g4", "g5"] and flags_of(body) == (False, False, True)
-    body, names = page(live, "newest", 1, 0, include_anchor=False)
+    body, names = page(shared_live, "newest", 1, 0, include_anchor=False)
     assert names == ["g5"] and flags_of(body) == (False, False, True)
-    body, names = page(live, "oldest", 0, 1, include_anchor=False)
+    body, names = page(shared_live, "oldest", 0, 1, include_anchor=False)
     assert names == ["g1"] and flags_of(body) == (False, True, False)
 
 
-def test_numeric_anchors_beyond_the_ends(live):
-    body, names = page(live, 10**6, 2, 2)
+def test_numeric_anchors_beyond_the_ends(shared_live):
+    body, names = page(shared_live, 10**6, 2, 2)
     assert body["anchor"] == 10**6 and names == ["g4", "g5"] and flags_of(body) == (False, False, True)
     # With num_after=0 a numeric anchor never claims the newest (Zulip's rule).
-    body, names = page(live, 10**6, 2, 0)
+    body, names = page(shared_live, 10**6, 2, 0)
     assert flags_of(body) == (False, False, False)
-    body, names = page(live, 10**20, 1, 0)
+    body, names = page(shared_live, 10**20, 1, 0)
     assert body["anchor"] == NEWEST and names == ["g5"] and flags_of(body) == (False, False, True)
-    body, names = page(live, -5, 0, 1)
+    body, names = page(shared_live, -5, 0, 1)
     assert body["anchor"] == 0 and names == ["g1"] and flags_of(body) == (False, True, False)
-    body, names = page(live, 0, 0, 1)
+    body, names = page(shared_live, 0, 0, 1)
     assert body["anchor"] == 0 and flags_of(body) == (False, True, False)
-    body, names = page(live, " 7 ", 0, 0)
+    body, names = page(shared_live, " 7 ", 0, 0)
     assert body["anchor"] == 7
 
 
-def test_results_are_sorted_by_id(live):
-    body, _ = page(live, live.m["g3"], 5, 5)
+def test_results_are_sorted_by_id(shared_live):
+    body, _ = page(shared_live, shared_live.m["g3"], 5, 5)
     assert ids_of(body) == sorted(ids_of(body))
 
 
-def test_message_ids_returns_the_accessible_subset_in_order(live):
-    m = live.m
+def test_message_ids_returns_the_accessible_subset_in_order(shared_live):
+    m = shared_live.m
     requested = [m["g3"], m["p1"], 10**9, m["d"], m["g1"], m["g3"], 0]
-    body = fetch(live.alice, message_ids=requested)
+    body = fetch(shared_live.alice, message_ids=requested)
     assert ids_of(body) == [m["g1"], m["g3"]]
     assert "anchor" not in body and flags_of(body) == (False, False, False) and body["history_limited"] is False
-    assert ids_of(fetch(live.alice, message_ids=[])) == []
-    assert ids_of(fetch(live.owner, message_ids=requested)) == [m["g1"], m["p1"], m["g3"]]
+    assert ids_of(fetch(shared_live.alice, message_ids=[])) == []
+    assert ids_of(fetch(shared_live.owner, message_ids=requested)) == [m["g1"], m["p1"], m["g3"]]
 
 
-def test_message_ids_are_filtered_by_the_narrow(live):
-    m = live.m
+def test_message_ids_are_filtered_by_the_narrow(shared_live):
+    m = shared_live.m
     every = list(m.values())
-    assert ids_of(fetch(live.owner, message_ids=every, narrow=[["channel", "private"]])) == [m["p1"], m["p2"], m["p3"]]
+    assert ids_of(fetch(shared_live.owner, message_ids=every, narrow=[["channel", "private"]])) == [
+        m["p1"],
+        m["p2"],
+        m["p3"],
+    ]
     narrow = [{"operator": "id", "operand": m["g2"], "negated": True}, ["channel", "general"]]
-    assert ids_of(fetch(live.alice, message_ids=every, narrow=narrow)) == [m["g1"], m["g3"], m["g4"], m["g5"]]
-    assert ids_of(fetch(live.alice, message_ids=every, narrow=[["is", "dm"]])) == []
+    assert ids_of(fetch(shared_live.alice, message_ids=every, narrow=narrow)) == [m["g1"], m["g3"], m["g4"], m["g5"]]
+    assert ids_of(fetch(shared_live.alice, message_ids=every, narrow=[["is", "dm"]])) == []
 
 
 def test_the_5000_limit_is_served(tmp_path):

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import post, post_direct
-from tests.support.helpers import LiveServer, assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 BOTH = "No message can be both a channel message and direct message"
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    server = LiveServer(os.path.join(str(tmp_path_factory.mktemp("narrow-errors")), "data"))
+@pytest.fixture(scope="module", autouse=True)
+def narrow_errors_history(shared_live):
+    server = shared_live
     server.alice = server.make_user(email="alice@example.com", full_name="Alice")
     server.bob = server.make_user(email="bob@example.com", full_name="Bob")
     make_channel(server, "general", [server.owner.id, server.alice.id])
     server.channel_message = post(server, server.owner, "general")
     server.private_dm = post_direct(server, server.alice, [server.bob.id], "not for the owner")
-    yield server
-    server.stop()
 
 
 def narrow_error(live, narrow, desc, **params):
@@ -68,23 +64,23 @@ def narrow_error(live, narrow, desc, **params):
         ([{"operator": "with", "operand": -3}], "Invalid 'with' operator"),
     ],
 )  # fmt: skip
-def test_operator_errors(live, narrow, desc):
-    narrow_error(live, narrow, desc)
+def test_operator_errors(shared_live, narrow, desc):
+    narrow_error(shared_live, narrow, desc)
 
 
-def test_with_an_inaccessible_message_and_no_conversation(live):
-    hidden = live.private_dm
-    narrow_error(live, [["with", str(hidden)]], "Invalid 'with' operator")
-    narrow_error(live, [["with", str(hidden)], ["is", "starred"]], "Invalid 'with' operator")
-    narrow_error(live, [["with", str(hidden)], ["topic", "greetings"]], "Invalid 'with' operator")
-    narrow_error(live, [["with", str(hidden)], ["channel", "general"]], "Invalid 'with' operator")
+def test_with_an_inaccessible_message_and_no_conversation(shared_live):
+    hidden = shared_live.private_dm
+    narrow_error(shared_live, [["with", str(hidden)]], "Invalid 'with' operator")
+    narrow_error(shared_live, [["with", str(hidden)], ["is", "starred"]], "Invalid 'with' operator")
+    narrow_error(shared_live, [["with", str(hidden)], ["topic", "greetings"]], "Invalid 'with' operator")
+    narrow_error(shared_live, [["with", str(hidden)], ["channel", "general"]], "Invalid 'with' operator")
 
 
-def test_duplicate_with_operators(live):
-    message = live.channel_message
+def test_duplicate_with_operators(shared_live):
+    message = shared_live.channel_message
     narrow = [{"operator": "with", "operand": message}, {"operator": "with", "operand": message, "negated": True}]
     body = assert_error(
-        live.owner.get("/messages", {"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}),
+        shared_live.owner.get("/messages", {"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}),
         "Invalid narrow operator combination: Duplicate 'with' operators.",
         "BAD_NARROW",
     )
@@ -105,11 +101,11 @@ def test_duplicate_with_operators(live):
         [["channel", "general"], {"operator": "is", "operand": "dm", "negated": True}, ["is", "dm"]],
     ],
 )
-def test_channel_and_direct_message_terms_together(live, narrow):
-    narrow_error(live, narrow, BOTH)
+def test_channel_and_direct_message_terms_together(shared_live, narrow):
+    narrow_error(shared_live, narrow, BOTH)
 
 
-def test_negated_terms_of_either_kind_combine(live):
+def test_negated_terms_of_either_kind_combine(shared_live):
     params = {"anchor": "newest", "num_before": 5, "num_after": 0}
     narrows = [
         [{"operator": "channel", "operand": "general", "negated": True}, ["dm", "alice@example.com"]],
@@ -118,18 +114,20 @@ def test_negated_terms_of_either_kind_combine(live):
         [["channel", "general"], {"operator": "dm-including", "operand": "alice@example.com", "negated": True}],
     ]
     for narrow in narrows:
-        assert_success(live.owner.get("/messages", {**params, "narrow": narrow}))
+        assert_success(shared_live.owner.get("/messages", {**params, "narrow": narrow}))
 
 
-def test_errors_follow_the_order_of_terms(live):
+def test_errors_follow_the_order_of_terms(shared_live):
     # The first bad term is reported; the channel/DM conflict is found when its second term comes.
-    narrow_error(live, [["is", "nonsense"], ["has", "nonsense"]], "unknown 'is' operand nonsense")
-    narrow_error(live, [["channel", "general"], ["dm", "ghost@example.com"]], BOTH)
-    narrow_error(live, [["dm", "ghost@example.com"], ["channel", "general"]], "unknown user in ghost@example.com")
-    narrow_error(live, [["channel", "nowhere"], ["dm", "alice@example.com"]], "unknown channel nowhere")
+    narrow_error(shared_live, [["is", "nonsense"], ["has", "nonsense"]], "unknown 'is' operand nonsense")
+    narrow_error(shared_live, [["channel", "general"], ["dm", "ghost@example.com"]], BOTH)
+    narrow_error(
+        shared_live, [["dm", "ghost@example.com"], ["channel", "general"]], "unknown user in ghost@example.com"
+    )
+    narrow_error(shared_live, [["channel", "nowhere"], ["dm", "alice@example.com"]], "unknown channel nowhere")
 
 
-def test_operator_errors_also_apply_to_message_ids(live):
-    params = {"message_ids": [live.channel_message]}
-    narrow_error(live, [["is", "nonsense"]], "unknown 'is' operand nonsense", **params)
-    narrow_error(live, [["channel", "general"], ["is", "dm"]], BOTH, **params)
+def test_operator_errors_also_apply_to_message_ids(shared_live):
+    params = {"message_ids": [shared_live.channel_message]}
+    narrow_error(shared_live, [["is", "nonsense"]], "unknown 'is' operand nonsense", **params)
+    narrow_error(shared_live, [["channel", "general"], ["is", "dm"]], BOTH, **params)

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import NEWEST, ids_of, post
-from tests.support.helpers import LiveServer, assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success
 
 UNSUPPORTED = (
     "Unsupported parameter combination: num_before, num_after, anchor, message_ids, include_anchor,"
@@ -21,13 +21,11 @@ EXCLUDED_ANCHOR = "The anchor can only be excluded at an end of the range"
 RANGE = {"anchor": "newest", "num_before": 10, "num_after": 0}
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    server = LiveServer(os.path.join(str(tmp_path_factory.mktemp("params")), "data"))
+@pytest.fixture(scope="module", autouse=True)
+def params_history(shared_live):
+    server = shared_live
     make_channel(server, "general", [server.owner.id])
     server.message_ids = [post(server, server.owner, "general", "t", f"message {n}") for n in range(3)]
-    yield server
-    server.stop()
 
 
 def get(live, params):
@@ -35,29 +33,29 @@ def get(live, params):
 
 
 @pytest.mark.parametrize("name", ["num_before", "num_after"])
-def test_num_before_and_num_after_are_required_without_message_ids(live, name):
+def test_num_before_and_num_after_are_required_without_message_ids(shared_live, name):
     params = {k: v for k, v in RANGE.items() if k != name}
-    body = assert_error(get(live, params), f"Missing '{name}' argument", "REQUEST_VARIABLE_MISSING")
+    body = assert_error(get(shared_live, params), f"Missing '{name}' argument", "REQUEST_VARIABLE_MISSING")
     assert body["var_name"] == name
 
 
-def test_num_before_is_reported_before_num_after_and_anchor(live):
-    assert_error(get(live, {}), "Missing 'num_before' argument", "REQUEST_VARIABLE_MISSING")
-    assert_error(get(live, {"num_before": 1}), "Missing 'num_after' argument", "REQUEST_VARIABLE_MISSING")
+def test_num_before_is_reported_before_num_after_and_anchor(shared_live):
+    assert_error(get(shared_live, {}), "Missing 'num_before' argument", "REQUEST_VARIABLE_MISSING")
+    assert_error(get(shared_live, {"num_before": 1}), "Missing 'num_after' argument", "REQUEST_VARIABLE_MISSING")
 
 
-def test_missing_anchor(live):
-    assert_error(get(live, {"num_before": 1, "num_after": 1}), "Missing 'anchor' argument.")
+def test_missing_anchor(shared_live):
+    assert_error(get(shared_live, {"num_before": 1, "num_after": 1}), "Missing 'anchor' argument.")
 
 
 @pytest.mark.parametrize("anchor", ["abc", "1.5", "", "NEWEST", "0x10", "first unread"])
-def test_invalid_anchor(live, anchor):
-    assert_error(get(live, {**RANGE, "anchor": anchor}), "Invalid anchor")
+def test_invalid_anchor(shared_live, anchor):
+    assert_error(get(shared_live, {**RANGE, "anchor": anchor}), "Invalid anchor")
 
 
-def test_message_ids_make_num_before_and_num_after_optional(live):
-    body = assert_success(get(live, {"message_ids": live.message_ids[:1]}))
-    assert ids_of(body) == live.message_ids[:1]
+def test_message_ids_make_num_before_and_num_after_optional(shared_live):
+    body = assert_success(get(shared_live, {"message_ids": shared_live.message_ids[:1]}))
+    assert ids_of(body) == shared_live.message_ids[:1]
 
 
 @pytest.mark.parametrize(
@@ -74,48 +72,52 @@ def test_message_ids_make_num_before_and_num_after_optional(live):
         {"use_first_unread_anchor": False},
     ],
 )
-def test_message_ids_with_any_range_parameter_is_unsupported(live, extra):
-    assert_error(get(live, {"message_ids": live.message_ids, **extra}), UNSUPPORTED)
+def test_message_ids_with_any_range_parameter_is_unsupported(shared_live, extra):
+    assert_error(get(shared_live, {"message_ids": shared_live.message_ids, **extra}), UNSUPPORTED)
 
 
-def test_message_ids_with_anchor_date_or_display_options_is_fine(live):
-    params = {"message_ids": live.message_ids, "anchor_date": "2020-01-01", "apply_markdown": False,
+def test_message_ids_with_anchor_date_or_display_options_is_fine(shared_live):
+    params = {"message_ids": shared_live.message_ids, "anchor_date": "2020-01-01", "apply_markdown": False,
               "client_gravatar": False, "allow_empty_topic_name": True, "narrow": []}  # fmt: skip
-    assert ids_of(assert_success(get(live, params))) == live.message_ids
+    assert ids_of(assert_success(get(shared_live, params))) == shared_live.message_ids
 
 
-def test_use_first_unread_anchor_overrides_anchor(live):
+def test_use_first_unread_anchor_overrides_anchor(shared_live):
     # Every message is unread by the owner here (sent through the API, read by sender) but one.
-    first, second, _ = live.message_ids
-    live.write(lambda tx: tx.execute("UPDATE user_messages SET flags = flags | 1 WHERE message_id = ?", (first,)))
-    live.write(lambda tx: tx.execute("UPDATE user_messages SET flags = flags & ~1 WHERE message_id = ?", (second,)))
+    first, second, _ = shared_live.message_ids
+    shared_live.write(
+        lambda tx: tx.execute("UPDATE user_messages SET flags = flags | 1 WHERE message_id = ?", (first,))
+    )
+    shared_live.write(
+        lambda tx: tx.execute("UPDATE user_messages SET flags = flags & ~1 WHERE message_id = ?", (second,))
+    )
     params = {"anchor": "oldest", "use_first_unread_anchor": True, "num_before": 0, "num_after": 0}
-    body = assert_success(get(live, params))
+    body = assert_success(get(shared_live, params))
     assert (body["anchor"], ids_of(body)) == (second, [second])
     # Alone, it needs no anchor; false leaves the anchor in charge.
-    assert assert_success(get(live, {**params, "anchor": "10"}))["anchor"] == second
+    assert assert_success(get(shared_live, {**params, "anchor": "10"}))["anchor"] == second
     del params["anchor"]
-    assert assert_success(get(live, params))["anchor"] == second
-    body = assert_success(get(live, {**params, "use_first_unread_anchor": False, "anchor": "oldest"}))
+    assert assert_success(get(shared_live, params))["anchor"] == second
+    body = assert_success(get(shared_live, {**params, "use_first_unread_anchor": False, "anchor": "oldest"}))
     assert body["anchor"] == 0
-    assert_error(get(live, {**params, "use_first_unread_anchor": False}), "Missing 'anchor' argument.")
+    assert_error(get(shared_live, {**params, "use_first_unread_anchor": False}), "Missing 'anchor' argument.")
 
 
-def test_too_many_messages(live):
-    assert_error(get(live, {**RANGE, "num_before": 2501, "num_after": 2500}), TOO_MANY)
-    assert_error(get(live, {**RANGE, "num_before": 5001}), TOO_MANY)
-    assert_error(get(live, {"message_ids": list(range(1, 5002))}), TOO_MANY)
-    assert_success(get(live, {**RANGE, "num_before": 2500, "num_after": 2500}))
-    assert_success(get(live, {**RANGE, "num_before": 5000}))
-    assert_success(get(live, {"message_ids": list(range(1, 5001))}))
+def test_too_many_messages(shared_live):
+    assert_error(get(shared_live, {**RANGE, "num_before": 2501, "num_after": 2500}), TOO_MANY)
+    assert_error(get(shared_live, {**RANGE, "num_before": 5001}), TOO_MANY)
+    assert_error(get(shared_live, {"message_ids": list(range(1, 5002))}), TOO_MANY)
+    assert_success(get(shared_live, {**RANGE, "num_before": 2500, "num_after": 2500}))
+    assert_success(get(shared_live, {**RANGE, "num_before": 5000}))
+    assert_success(get(shared_live, {"message_ids": list(range(1, 5001))}))
 
 
-def test_the_anchor_may_only_be_excluded_at_an_end(live):
+def test_the_anchor_may_only_be_excluded_at_an_end(shared_live):
     params = {"anchor": "2", "num_before": 1, "num_after": 1, "include_anchor": False}
-    assert_error(get(live, params), EXCLUDED_ANCHOR)
-    assert assert_success(get(live, {**params, "num_after": 0}))["found_anchor"] is False
-    assert assert_success(get(live, {**params, "num_before": 0}))["found_anchor"] is False
-    assert_success(get(live, {**params, "include_anchor": True}))
+    assert_error(get(shared_live, params), EXCLUDED_ANCHOR)
+    assert assert_success(get(shared_live, {**params, "num_after": 0}))["found_anchor"] is False
+    assert assert_success(get(shared_live, {**params, "num_before": 0}))["found_anchor"] is False
+    assert_success(get(shared_live, {**params, "include_anchor": True}))
 
 
 @pytest.mark.parametrize(
@@ -136,8 +138,8 @@ def test_the_anchor_may_only_be_excluded_at_an_end(live):
         ({"narrow": "{foo"}, "narrow is not valid JSON"),
     ],
 )
-def test_parameter_types(live, params, msg):
-    assert_error(get(live, {**RANGE, **params}), msg)
+def test_parameter_types(shared_live, params, msg):
+    assert_error(get(shared_live, {**RANGE, **params}), msg)
 
 
 @pytest.mark.parametrize(
@@ -150,8 +152,8 @@ def test_parameter_types(live, params, msg):
         ("[1,", "message_ids is not valid JSON"),
     ],
 )
-def test_message_ids_types(live, message_ids, msg):
-    assert_error(get(live, {"message_ids": message_ids}), msg)
+def test_message_ids_types(shared_live, message_ids, msg):
+    assert_error(get(shared_live, {"message_ids": message_ids}), msg)
 
 
 @pytest.mark.parametrize(
@@ -193,39 +195,44 @@ def test_message_ids_types(live, message_ids, msg):
         ('[["search", ""]]', "operand cannot be blank."),
     ],
 )
-def test_narrow_shape_and_operand_types(live, narrow, msg):
-    assert_error(get(live, {**RANGE, "narrow": narrow}), msg)
+def test_narrow_shape_and_operand_types(shared_live, narrow, msg):
+    assert_error(get(shared_live, {**RANGE, "narrow": narrow}), msg)
 
 
-def test_order_of_checks(live):
+def test_order_of_checks(shared_live):
     bad_narrow = '[{"operator": "channel", "operand": [1]}]'
     unknown = json.dumps([["nonsense", "x"]])
     duplicate_with = json.dumps([["with", "1"], ["with", "2"]])
     # The narrow's shape is a parameter error: it comes first.
-    assert_error(get(live, {"narrow": bad_narrow}), "operand is not a string or integer")
+    assert_error(get(shared_live, {"narrow": bad_narrow}), "operand is not a string or integer")
     assert_error(
-        get(live, {"narrow": bad_narrow, "message_ids": [1], "anchor": "1"}), "operand is not a string or integer"
+        get(shared_live, {"narrow": bad_narrow, "message_ids": [1], "anchor": "1"}),
+        "operand is not a string or integer",
     )
     # Then the combination, the required counts, the anchor.
-    assert_error(get(live, {"message_ids": [1], "anchor": "x", "narrow": unknown}), UNSUPPORTED)
+    assert_error(get(shared_live, {"message_ids": [1], "anchor": "x", "narrow": unknown}), UNSUPPORTED)
     assert_error(
-        get(live, {"anchor": "x", "narrow": unknown}), "Missing 'num_before' argument", "REQUEST_VARIABLE_MISSING"
+        get(shared_live, {"anchor": "x", "narrow": unknown}),
+        "Missing 'num_before' argument",
+        "REQUEST_VARIABLE_MISSING",
     )
     both = {"num_before": 3000, "num_after": 3000, "include_anchor": False}
-    assert_error(get(live, {**both, "narrow": unknown}), "Missing 'anchor' argument.")
-    assert_error(get(live, {**both, "anchor": "x", "narrow": duplicate_with}), "Invalid anchor")
+    assert_error(get(shared_live, {**both, "narrow": unknown}), "Missing 'anchor' argument.")
+    assert_error(get(shared_live, {**both, "anchor": "x", "narrow": duplicate_with}), "Invalid anchor")
     # Then the `with` rewrite, the size limit, the excluded anchor, and last the operators themselves.
     body = assert_error(
-        get(live, {**both, "anchor": "1", "narrow": duplicate_with}),
+        get(shared_live, {**both, "anchor": "1", "narrow": duplicate_with}),
         "Invalid narrow operator combination: Duplicate 'with' operators.", "BAD_NARROW",
     )  # fmt: skip
     assert body["desc"] == "Duplicate 'with' operators."
-    assert_error(get(live, {**both, "anchor": "1", "narrow": unknown}), TOO_MANY)
-    assert_error(get(live, {**both, "num_after": 1, "anchor": "1", "narrow": unknown}), EXCLUDED_ANCHOR)
+    assert_error(get(shared_live, {**both, "anchor": "1", "narrow": unknown}), TOO_MANY)
+    assert_error(get(shared_live, {**both, "num_after": 1, "anchor": "1", "narrow": unknown}), EXCLUDED_ANCHOR)
     assert_error(
-        get(live, {**RANGE, "narrow": unknown}), "Invalid narrow operator: unknown operator nonsense", "BAD_NARROW"
+        get(shared_live, {**RANGE, "narrow": unknown}),
+        "Invalid narrow operator: unknown operator nonsense",
+        "BAD_NARROW",
     )
-    assert_error(get(live, {"message_ids": list(range(5001)), "narrow": unknown}), TOO_MANY)
+    assert_error(get(shared_live, {"message_ids": list(range(5001)), "narrow": unknown}), TOO_MANY)
 
 
 @pytest.mark.parametrize(
@@ -237,62 +244,62 @@ def test_order_of_checks(live):
         ("", "Invalid anchor_date", "BAD_REQUEST"),
     ],
 )
-def test_anchor_date_errors(live, anchor_date, msg, code):
+def test_anchor_date_errors(shared_live, anchor_date, msg, code):
     params = {**RANGE, "anchor": "date"}
     if anchor_date is not None:
         params["anchor_date"] = anchor_date
-    body = assert_error(get(live, params), msg, code)
+    body = assert_error(get(shared_live, params), msg, code)
     if code == "REQUEST_VARIABLE_MISSING":
         assert body["var_name"] == "anchor_date"
 
 
-def test_unknown_parameters_are_reported_and_known_ones_are_not(live):
-    body = assert_success(get(live, {**RANGE, "zeta": "1", "alpha": "2", "anchor_date": "2020-01-01"}))
+def test_unknown_parameters_are_reported_and_known_ones_are_not(shared_live):
+    body = assert_success(get(shared_live, {**RANGE, "zeta": "1", "alpha": "2", "anchor_date": "2020-01-01"}))
     assert body["ignored_parameters_unsupported"] == ["alpha", "zeta"]
-    assert "ignored_parameters_unsupported" not in assert_success(get(live, RANGE))
+    assert "ignored_parameters_unsupported" not in assert_success(get(shared_live, RANGE))
 
 
-def test_response_shape(live):
-    body = assert_success(get(live, RANGE))
+def test_response_shape(shared_live):
+    body = assert_success(get(shared_live, RANGE))
     assert set(body) == {"result", "msg", "anchor", "found_anchor", "found_oldest", "found_newest",
                          "history_limited", "messages"}  # fmt: skip
     assert body["anchor"] == NEWEST and body["history_limited"] is False
-    body = assert_success(get(live, {"message_ids": live.message_ids}))
+    body = assert_success(get(shared_live, {"message_ids": shared_live.message_ids}))
     assert set(body) == {"result", "msg", "found_anchor", "found_oldest", "found_newest", "history_limited", "messages"}
     assert (body["found_anchor"], body["found_oldest"], body["found_newest"], body["history_limited"]) == (
         False, False, False, False,
     )  # fmt: skip
 
 
-def test_parameters_may_come_in_the_form_body_of_a_get(live):
-    response = live.owner.session.request(
-        "GET", live.base_url + "/api/v1/messages", data={"anchor": "newest", "num_before": "1", "num_after": "0"}
+def test_parameters_may_come_in_the_form_body_of_a_get(shared_live):
+    response = shared_live.owner.session.request(
+        "GET", shared_live.base_url + "/api/v1/messages", data={"anchor": "newest", "num_before": "1", "num_after": "0"}
     )
-    assert ids_of(assert_success(response)) == live.message_ids[-1:]
+    assert ids_of(assert_success(response)) == shared_live.message_ids[-1:]
 
 
-def test_requires_authentication(live):
+def test_requires_authentication(shared_live):
     assert_error(
-        live.anonymous().get("/messages", RANGE),
+        shared_live.anonymous().get("/messages", RANGE),
         "Not logged in: API authentication or user session required",
         "UNAUTHORIZED",
         401,
     )
 
 
-def test_the_zulip_client(live, tmp_path):
+def test_the_zulip_client(shared_live, tmp_path):
     import zulip
 
     from tornchat.bootstrap import write_zuliprc
 
     path = os.path.join(str(tmp_path), "zuliprc")
-    write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
+    write_zuliprc(path, "owner@example.com", shared_live.owner.api_key, shared_live.base_url)
     client = zulip.Client(config_file=path)
     result = client.get_messages(
         {"anchor": "newest", "num_before": 2, "num_after": 0, "narrow": [["channel", "general"]]}
     )
-    assert result["result"] == "success" and [m["id"] for m in result["messages"]] == live.message_ids[-2:]
-    result = client.get_messages({"anchor": live.message_ids[0], "num_before": 0, "num_after": 1, "narrow": []})
-    assert [m["id"] for m in result["messages"]] == live.message_ids[:2] and result["found_anchor"] is True
+    assert result["result"] == "success" and [m["id"] for m in result["messages"]] == shared_live.message_ids[-2:]
+    result = client.get_messages({"anchor": shared_live.message_ids[0], "num_before": 0, "num_after": 1, "narrow": []})
+    assert [m["id"] for m in result["messages"]] == shared_live.message_ids[:2] and result["found_anchor"] is True
     result = client.get_messages({"num_before": 1, "num_after": 1})
     assert result["result"] == "error" and result["msg"] == "Missing 'anchor' argument."

@@ -3,13 +3,10 @@ phrases, and the match_content / match_subject highlights (api-notes 4.3)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import fetch, narrow_ids, post, post_direct
-from tests.support.helpers import LiveServer
 
 MESSAGES = {
     "sending": ("deploy plans", "We are sending the release today"),
@@ -22,17 +19,15 @@ MESSAGES = {
 }
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    server = LiveServer(os.path.join(str(tmp_path_factory.mktemp("search")), "data"))
+@pytest.fixture(scope="module", autouse=True)
+def search_history(shared_live):
+    server = shared_live
     server.alice = server.make_user(full_name="Alice")
     make_channel(server, "general", [server.owner.id, server.alice.id])
     server.m = {
         key: post(server, server.owner, "general", topic, content) for key, (topic, content) in MESSAGES.items()
     }
     server.m["dm"] = post_direct(server, server.owner, [server.alice.id], "release notes for you")
-    yield server
-    server.stop()
 
 
 def search(live, *operands, narrow=(), client=None):
@@ -65,22 +60,22 @@ def search(live, *operands, narrow=(), client=None):
         ("tag", ["tag"]),
     ],
 )
-def test_search(live, operand, expected):
-    assert search(live, operand) == expected
+def test_search(shared_live, operand, expected):
+    assert search(shared_live, operand) == expected
 
 
-def test_search_terms_combine_with_other_terms(live):
-    assert search(live, "release", narrow=[["is", "dm"]]) == ["dm"]
-    assert search(live, "release", narrow=[["topic", "lunch"]]) == ["lunch"]
-    assert search(live, "hello", "world") == ["hello", "apart"]
-    assert search(live, "hello", '"hello world"') == ["hello"]
+def test_search_terms_combine_with_other_terms(shared_live):
+    assert search(shared_live, "release", narrow=[["is", "dm"]]) == ["dm"]
+    assert search(shared_live, "release", narrow=[["topic", "lunch"]]) == ["lunch"]
+    assert search(shared_live, "hello", "world") == ["hello", "apart"]
+    assert search(shared_live, "hello", '"hello world"') == ["hello"]
 
 
-def test_negated_search(live):
+def test_negated_search(shared_live):
     narrow = [{"operator": "search", "operand": "release", "negated": True}]
-    names = {v: k for k, v in live.m.items()}
-    assert [names[i] for i in narrow_ids(live.alice, narrow)] == ["hello", "apart", "syntax", "tag"]
-    body = fetch(live.alice, anchor="newest", num_before=10, num_after=0, narrow=narrow)
+    names = {v: k for k, v in shared_live.m.items()}
+    assert [names[i] for i in narrow_ids(shared_live.alice, narrow)] == ["hello", "apart", "syntax", "tag"]
+    body = fetch(shared_live.alice, anchor="newest", num_before=10, num_after=0, narrow=narrow)
     assert not any("match_content" in m or "match_subject" in m for m in body["messages"])
 
 
@@ -90,33 +85,40 @@ def highlights(live, operand, key):
     return message["match_content"], message["match_subject"]
 
 
-def test_highlights(live):
-    assert highlights(live, "release", "sending") == (
+def test_highlights(shared_live):
+    assert highlights(shared_live, "release", "sending") == (
         '<p>We are sending the <span class="highlight">release</span> today</p>', "deploy plans",
     )  # fmt: skip
-    assert highlights(live, "send", "sending") == (
+    assert highlights(shared_live, "send", "sending") == (
         '<p>We are <span class="highlight">sending</span> the release today</p>', "deploy plans",
     )  # fmt: skip
-    assert highlights(live, "release", "party") == ("<p>cake</p>", '<span class="highlight">Release</span> party')
-    content, _ = highlights(live, '"hello world"', "hello")
+    assert highlights(shared_live, "release", "party") == (
+        "<p>cake</p>",
+        '<span class="highlight">Release</span> party',
+    )
+    content, _ = highlights(shared_live, '"hello world"', "hello")
     assert content == '<p><span class="highlight">hello world</span>, hello again</p>'
-    content, _ = highlights(live, "hello", "hello")
+    content, _ = highlights(shared_live, "hello", "hello")
     assert content == '<p><span class="highlight">hello</span> world, <span class="highlight">hello</span> again</p>'
     # Topics are escaped before they are marked; tags in content are never marked inside.
-    assert highlights(live, "tag", "tag") == (
+    assert highlights(shared_live, "tag", "tag") == (
         "<p>markup &amp; more</p>", 'a &lt;b&gt; <span class="highlight">tag</span>',
     )  # fmt: skip
 
 
-def test_no_highlights_without_search(live):
-    body = fetch(live.alice, message_ids=[live.m["sending"]])
+def test_no_highlights_without_search(shared_live):
+    body = fetch(shared_live.alice, message_ids=[shared_live.m["sending"]])
     assert "match_content" not in body["messages"][0] and "match_subject" not in body["messages"][0]
 
 
-def test_search_in_a_range_and_apply_markdown_false(live):
-    body = fetch(live.alice, anchor=str(live.m["lunch"]), num_before=1, num_after=1, narrow=[["search", "release"]],
-                 apply_markdown=False)  # fmt: skip
-    assert [m["id"] for m in body["messages"]] == [live.m["sending"], live.m["lunch"], live.m["party"]]
+def test_search_in_a_range_and_apply_markdown_false(shared_live):
+    body = fetch(shared_live.alice, anchor=str(shared_live.m["lunch"]), num_before=1, num_after=1,
+                 narrow=[["search", "release"]], apply_markdown=False)  # fmt: skip
+    assert [m["id"] for m in body["messages"]] == [
+        shared_live.m["sending"],
+        shared_live.m["lunch"],
+        shared_live.m["party"],
+    ]
     assert body["found_anchor"] is True
     sending = body["messages"][0]
     assert sending["content"] == "We are sending the release today"
