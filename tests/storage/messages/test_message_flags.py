@@ -7,6 +7,8 @@ import pytest
 from storage.messages import message_flags
 from tests.support.channel_helpers import make_channel, unsubscribe
 from tests.support.helpers import assert_error, assert_success
+from tests.support.message_flags_helpers import flag_events, flags_of, set_flag, unread_ids, user_message_row
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 NOT_EDITABLE = [
     "mentioned", "stream_wildcard_mentioned", "topic_wildcard_mentioned", "group_mentioned",
@@ -14,64 +16,11 @@ NOT_EDITABLE = [
 ]  # fmt: skip
 
 
-# -- helpers shared by the test_message_flags* modules -------------------------------------------
-
-
-def send(client, to, content="hello", topic="greetings"):
-    """Send a channel message (to a name) or a direct message (to a list of ids); return its id."""
-    if isinstance(to, list):
-        params = {"type": "direct", "to": to, "content": content}
-    else:
-        params = {"type": "stream", "to": to, "topic": topic, "content": content}
-    return assert_success(client.post("/messages", params))["id"]
-
-
-def flags_of(client, message_ids):
-    """{id: flags} as GET /messages shows them to the client."""
-    messages = assert_success(client.get("/messages", {"message_ids": message_ids}))["messages"]
-    return {m["id"]: m["flags"] for m in messages}
-
-
-def unread_ids(client, narrow=()):
-    narrow = [*narrow, {"operator": "is", "operand": "unread"}]
-    params = {"anchor": "oldest", "num_before": 0, "num_after": 1000, "narrow": narrow}
-    return [m["id"] for m in assert_success(client.get("/messages", params))["messages"]]
-
-
-def set_flag(client, message_ids, op, flag, **extra):
-    return client.post("/messages/flags", {"messages": message_ids, "op": op, "flag": flag, **extra})
-
-
-def flag_events(live, before):
-    return [(e, ids) for e, ids in live.events()[before:] if e["type"] == "update_message_flags"]
-
-
-def user_message_row(live, user_id, message_id):
-    sql = "SELECT flags FROM user_messages WHERE user_id = ? AND message_id = ?"
-    return live.read(lambda tx: tx.value(sql, (user_id, message_id)))
-
-
-class World:
-    """The owner and two members, all subscribed to the public channel "general"."""
-
-    def __init__(self, live):
-        self.live = live
-        self.owner = live.owner
-        self.alice = live.make_user(full_name="Alice")
-        self.bob = live.make_user(full_name="Bob")
-        self.general = make_channel(live, "general", [live.owner.id, self.alice.id, self.bob.id])
-
-
-@pytest.fixture
-def world(live):
-    return World(live)
-
-
 # -- adding and removing flags -------------------------------------------------------------------
 
 
 def test_read_and_unread_show_in_get_messages_and_events(live, world):
-    first, second = send(world.owner, "general"), send(world.owner, "general")
+    first, second = send_ok(world.owner, "general"), send_ok(world.owner, "general")
     assert flags_of(world.alice, [first, second]) == {first: [], second: []}
     before = len(live.events())
     body = assert_success(set_flag(world.alice, [first], "add", "read"))
@@ -100,7 +49,7 @@ def test_read_and_unread_show_in_get_messages_and_events(live, world):
 
 
 def test_star_and_collapse(live, world):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     before = len(live.events())
     assert_success(set_flag(world.alice, [message_id], "add", "starred"))
     assert_success(set_flag(world.alice, [message_id], "add", "collapsed"))
@@ -118,7 +67,7 @@ def test_star_and_collapse(live, world):
 
 
 def test_no_change_sends_no_event(live, world):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     before = len(live.events())
     assert_success(set_flag(world.alice, [message_id], "remove", "starred"))
     assert_success(set_flag(world.alice, [], "add", "read"))
@@ -126,7 +75,7 @@ def test_no_change_sends_no_event(live, world):
 
 
 def test_duplicate_ids_are_echoed_and_changed_once(live, world):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     before = len(live.events())
     body = assert_success(set_flag(world.alice, [message_id, message_id], "add", "starred"))
     assert body["messages"] == [message_id, message_id]
@@ -134,14 +83,14 @@ def test_duplicate_ids_are_echoed_and_changed_once(live, world):
 
 
 def test_direct_messages(live, world):
-    message_id = send(world.bob, [world.alice.id])
+    message_id = send_direct_ok(world.bob, [world.alice.id])
     assert_success(set_flag(world.alice, [message_id], "add", "read"))
     assert flags_of(world.alice, [message_id]) == {message_id: ["read"]}
     assert flags_of(world.bob, [message_id]) == {message_id: []}
 
 
 def test_unknown_parameters_are_reported(world):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     body = assert_success(set_flag(world.alice, [message_id], "add", "read", extra="1"))
     assert body["ignored_parameters_unsupported"] == ["extra"]
 
@@ -151,19 +100,19 @@ def test_unknown_parameters_are_reported(world):
 
 @pytest.mark.parametrize("flag", ["foo", "is_private", "wildcard_mentioned", "Read", ""])
 def test_invalid_flag(world, flag):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     assert_error(set_flag(world.alice, [message_id], "add", flag), f"Invalid flag: '{flag}'")
 
 
 @pytest.mark.parametrize("flag", NOT_EDITABLE)
 def test_flag_not_editable(world, flag):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     assert_error(set_flag(world.alice, [message_id], "add", flag), f"Flag not editable: '{flag}'")
 
 
 @pytest.mark.parametrize("op", ["set", "ADD", ""])
 def test_invalid_operation(world, op):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     assert_error(set_flag(world.alice, [message_id], op, "read"), f"Invalid message flag operation: '{op}'")
 
 
@@ -193,9 +142,9 @@ def test_bad_messages_parameter(world, messages, msg):
 
 def test_invalid_messages(live, world):
     private = make_channel(live, "secret", [world.owner.id], invite_only=True)
-    in_private = send(world.owner, "secret")
-    others_dm = send(world.owner, [world.bob.id])
-    readable = send(world.owner, "general")
+    in_private = send_ok(world.owner, "secret")
+    others_dm = send_direct_ok(world.owner, [world.bob.id])
+    readable = send_ok(world.owner, "general")
     before = len(live.events())
     for bad in (10**6, 0, -1, in_private, others_dm):
         # One bad id fails the whole request: nothing is changed.
@@ -210,7 +159,7 @@ def test_invalid_messages(live, world):
 
 
 def test_starring_channel_history_creates_a_historical_row(live, world):
-    old = send(world.owner, "general")
+    old = send_ok(world.owner, "general")
     carol = live.make_user(full_name="Carol")  # not subscribed: general's history is readable to her
     assert flags_of(carol, [old]) == {old: ["read", "historical"]}
     before = len(live.events())
@@ -222,7 +171,7 @@ def test_starring_channel_history_creates_a_historical_row(live, world):
 
 
 def test_reading_or_unstarring_history_needs_no_row(live, world):
-    old = send(world.owner, "general")
+    old = send_ok(world.owner, "general")
     carol = live.make_user()
     before = len(live.events())
     assert_success(set_flag(carol, [old], "add", "read"))
@@ -233,7 +182,7 @@ def test_reading_or_unstarring_history_needs_no_row(live, world):
 
 
 def test_marking_history_unread_in_a_subscribed_channel(live, world):
-    old = send(world.owner, "general")
+    old = send_ok(world.owner, "general")
     carol = live.make_user()
     assert_success(carol.post("/users/me/subscriptions", {"subscriptions": [{"name": "general"}]}))
     body = assert_success(set_flag(carol, [old], "remove", "read"))
@@ -247,8 +196,8 @@ def test_marking_history_unread_in_a_subscribed_channel(live, world):
 
 def test_unread_is_skipped_in_unsubscribed_channels(live, world):
     other = make_channel(live, "other", [world.owner.id, world.alice.id])
-    in_general, in_other = send(world.owner, "general"), send(world.owner, "other")
-    dm = send(world.bob, [world.alice.id])
+    in_general, in_other = send_ok(world.owner, "general"), send_ok(world.owner, "other")
+    dm = send_direct_ok(world.bob, [world.alice.id])
     assert_success(set_flag(world.alice, [in_general, in_other, dm], "add", "read"))
     assert_success(unsubscribe(world.alice, ["general", "other"]))
     before = len(live.events())
@@ -277,12 +226,12 @@ def mute_topic(live, user_id, channel_id, topic):
 
 def test_unread_events_carry_message_details(live, world):
     carol = live.make_user()
-    mentioned = send(world.owner, "general", "hi @**Alice**", topic="Plans")
-    wildcard = send(world.owner, "general", "hi @**all**", topic="")
-    muted_wildcard = send(world.owner, "general", "hi @**all**", topic="muted")
-    one_to_one = send(world.bob, [world.alice.id], "psst @**Alice**")
-    group = send(world.bob, [world.alice.id, carol.id])
-    to_self = send(world.alice, [world.alice.id])
+    mentioned = send_ok(world.owner, "general", "hi @**Alice**", topic="Plans")
+    wildcard = send_ok(world.owner, "general", "hi @**all**", topic="")
+    muted_wildcard = send_ok(world.owner, "general", "hi @**all**", topic="muted")
+    one_to_one = send_direct_ok(world.bob, [world.alice.id], "psst @**Alice**")
+    group = send_direct_ok(world.bob, [world.alice.id, carol.id])
+    to_self = send_direct_ok(world.alice, [world.alice.id])
     ids = [mentioned, wildcard, muted_wildcard, one_to_one, group, to_self]
     mute_topic(live, world.alice.id, world.general, "muted")
     assert_success(set_flag(world.alice, ids, "add", "read"))
@@ -302,7 +251,7 @@ def test_unread_events_carry_message_details(live, world):
 
 
 def test_add_events_have_no_message_details(live, world):
-    message_id = send(world.owner, "general")
+    message_id = send_ok(world.owner, "general")
     before = len(live.events())
     assert_success(set_flag(world.alice, [message_id], "add", "read"))
     assert_success(set_flag(world.alice, [message_id], "add", "starred"))
@@ -314,7 +263,7 @@ def test_add_events_have_no_message_details(live, world):
 
 
 def test_zulip_client_update_message_flags(live, world, zulip_client):
-    message_id = send(world.alice, "general")
+    message_id = send_ok(world.alice, "general")
     result = zulip_client.update_message_flags({"messages": [message_id], "op": "add", "flag": "starred"})
     assert result["result"] == "success" and result["messages"] == [message_id]
     assert flags_of(world.owner, [message_id]) == {message_id: ["starred"]}

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage.messages.test_message_flags import World, flag_events, flags_of, send, unread_ids
 from tests.support.channel_helpers import make_channel, unsubscribe
 from tests.support.helpers import assert_error, assert_success
-from tests.support.send_helpers import insert_messages
+from tests.support.message_flags_helpers import flag_events, flags_of, unread_ids
+from tests.support.send_helpers import insert_messages, send_direct_ok, send_ok
 
 CHANNEL_NARROW = [{"operator": "channel", "operand": "general"}]
-
-
-@pytest.fixture
-def world(live):
-    return World(live)
 
 
 def narrow_flags(client, anchor="oldest", num_before=0, num_after=100, narrow=(), op="add", flag="read", **extra):
@@ -36,7 +31,7 @@ def summary(body):
 
 
 def test_marks_a_range_read(live, world):
-    ids = [send(world.owner, "general", f"m{i}") for i in range(5)]
+    ids = [send_ok(world.owner, "general", f"m{i}") for i in range(5)]
     before = len(live.events())
     body = assert_success(narrow_flags(world.alice, "oldest", 0, 3))
     assert summary(body) == (3, 3, ids[0], ids[2], True, False, [])
@@ -56,8 +51,8 @@ def test_marks_a_range_read(live, world):
      ("-5", 0, 2, {}), ("99999999999999999999", 3, 0, {})],
 )  # fmt: skip
 def test_selects_what_get_messages_returns(world, anchor, num_before, num_after, extra):
-    ids = [send(world.owner, "general", f"m{i}", topic="a" if i % 2 else "b") for i in range(6)]
-    send(world.owner, [world.alice.id])  # outside the channel narrow
+    ids = [send_ok(world.owner, "general", f"m{i}", topic="a" if i % 2 else "b") for i in range(6)]
+    send_direct_ok(world.owner, [world.alice.id])  # outside the channel narrow
     assert_success(world.alice.post("/messages/flags", {"messages": ids[:2], "op": "add", "flag": "read"}))
     anchor = str(ids[3]) if anchor == "middle" else anchor
     expected, fetched = fetched_ids(world.alice, anchor, num_before, num_after, CHANNEL_NARROW, **extra)
@@ -72,7 +67,7 @@ def test_selects_what_get_messages_returns(world, anchor, num_before, num_after,
 
 
 def test_first_unread_anchor(world):
-    ids = [send(world.owner, "general") for _ in range(4)]
+    ids = [send_ok(world.owner, "general") for _ in range(4)]
     assert_success(world.alice.post("/messages/flags", {"messages": ids[:2], "op": "add", "flag": "read"}))
     body = assert_success(narrow_flags(world.alice, "first_unread", 0, 1, op="add", flag="starred"))
     assert summary(body) == (2, 2, ids[2], ids[3], False, False, [])
@@ -86,16 +81,16 @@ def test_nothing_selected(world):
 
 
 def test_null_narrow_means_everything(world):
-    channel_message, dm = send(world.owner, "general"), send(world.bob, [world.alice.id])
+    channel_message, dm = send_ok(world.owner, "general"), send_direct_ok(world.bob, [world.alice.id])
     params = {"anchor": "newest", "num_before": 10, "num_after": 0, "narrow": "null", "op": "add", "flag": "read"}
     body = assert_success(world.alice.post("/messages/flags/narrow", params))
     assert summary(body) == (2, 2, channel_message, dm, True, True, [])
 
 
 def test_narrow_terms_filter(world):
-    in_a = send(world.owner, "general", topic="a")
-    send(world.owner, "general", topic="b")
-    dm = send(world.bob, [world.alice.id])
+    in_a = send_ok(world.owner, "general", topic="a")
+    send_ok(world.owner, "general", topic="b")
+    dm = send_direct_ok(world.bob, [world.alice.id])
     narrow = [*CHANNEL_NARROW, {"operator": "topic", "operand": "A"}]
     assert summary(assert_success(narrow_flags(world.alice, narrow=narrow)))[:4] == (1, 1, in_a, in_a)
     with_dm = [{"operator": "dm", "operand": [world.bob.id]}]
@@ -103,10 +98,10 @@ def test_narrow_terms_filter(world):
 
 
 def test_only_the_users_own_rows_are_processed(live, world):
-    history = [send(world.owner, "general") for _ in range(3)]
+    history = [send_ok(world.owner, "general") for _ in range(3)]
     carol = live.make_user()
     assert_success(carol.post("/users/me/subscriptions", {"subscriptions": [{"name": "general"}]}))
-    received = [send(world.owner, "general") for _ in range(2)]
+    received = [send_ok(world.owner, "general") for _ in range(2)]
     # GET /messages shows the channel's history too; flags change only on the messages carol received.
     assert fetched_ids(carol, "oldest", 0, 10, CHANNEL_NARROW)[0] == history + received
     body = assert_success(narrow_flags(carol, "oldest", 0, 10, CHANNEL_NARROW, flag="starred"))
@@ -116,7 +111,7 @@ def test_only_the_users_own_rows_are_processed(live, world):
 
 def test_unread_skipped_in_unsubscribed_channels(live, world):
     other = make_channel(live, "other", [world.owner.id, world.alice.id])
-    in_other, dm = send(world.owner, "other"), send(world.bob, [world.alice.id])
+    in_other, dm = send_ok(world.owner, "other"), send_direct_ok(world.bob, [world.alice.id])
     assert_success(narrow_flags(world.alice, "oldest", 0, 10))
     assert_success(unsubscribe(world.alice, ["other"]))
     before = len(live.events())
@@ -132,7 +127,7 @@ def test_clamped_to_5000(live, world):
     # process's heap, counted in the loop thread's CPU time, cannot spend the narrow budget
     # (tests/storage/fetch/test_narrow_budget.py tests the budget).
     live.call(lambda: setattr(live.server.db, "query_budget", None))
-    send(world.owner, "general")  # creates the channel's recipient
+    send_ok(world.owner, "general")  # creates the channel's recipient
     ids = insert_messages(live, world.alice.id, world.general, 5003)
     body = assert_success(narrow_flags(world.alice, "oldest", 0, 6000, CHANNEL_NARROW, flag="starred"))
     assert summary(body) == (5000, 5000, ids[0] - 1, ids[4998], True, False, [])

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.storage.messages.test_message_flags import World, flag_events, send, set_flag, unread_ids
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success
+from tests.support.message_flags_helpers import flag_events, set_flag, unread_ids
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 
-@pytest.fixture
-def world(live):
-    world = World(live)
+@pytest.fixture(autouse=True)
+def other_in_world(live, world):
+    """Every test here takes `world` with a second channel, "other" (the owner and Alice), as world.other."""
     world.other = make_channel(live, "other", [live.owner.id, world.alice.id])
-    return world
 
 
 def read_event(message_ids, all_messages=False):
@@ -30,7 +30,7 @@ def first_unread(client, narrow=()):
 
 
 def test_mark_all_as_read(live, world):
-    ids = [send(world.owner, "general"), send(world.owner, "other"), send(world.bob, [world.alice.id])]
+    ids = [send_ok(world.owner, "general"), send_ok(world.owner, "other"), send_direct_ok(world.bob, [world.alice.id])]
     bobs_unread = unread_ids(world.bob)
     before = len(live.events())
     body = assert_success(world.alice.post("/mark_all_as_read"))
@@ -52,7 +52,7 @@ def test_mark_all_as_read_reports_parameters(world):
 
 
 def test_zulip_client_mark_all_as_read(world, zulip_client):
-    send(world.alice, "general")
+    send_ok(world.alice, "general")
     assert zulip_client.mark_all_as_read()["result"] == "success"
     assert unread_ids(world.owner) == []
 
@@ -61,8 +61,8 @@ def test_zulip_client_mark_all_as_read(world, zulip_client):
 
 
 def test_mark_stream_as_read(live, world):
-    in_general = [send(world.owner, "general", topic="a"), send(world.owner, "general", topic="b")]
-    in_other, dm = send(world.owner, "other"), send(world.bob, [world.alice.id])
+    in_general = [send_ok(world.owner, "general", topic="a"), send_ok(world.owner, "general", topic="b")]
+    in_other, dm = send_ok(world.owner, "other"), send_direct_ok(world.bob, [world.alice.id])
     assert_success(set_flag(world.alice, [in_general[0]], "add", "read"))
     before = len(live.events())
     assert assert_success(world.alice.post("/mark_stream_as_read", {"stream_id": world.general})) == {
@@ -82,7 +82,7 @@ def test_mark_stream_as_read_without_messages(live, world):
 
 
 def test_zulip_client_mark_stream_as_read(world, zulip_client):
-    send(world.alice, "general")
+    send_ok(world.alice, "general")
     assert zulip_client.mark_stream_as_read(world.general)["result"] == "success"
     assert unread_ids(world.owner) == []
 
@@ -116,7 +116,7 @@ def test_missing_stream_id(world, endpoint):
 
 
 def test_unsubscribed_public_channel_can_be_marked(live, world):
-    in_general = send(world.owner, "general")
+    in_general = send_ok(world.owner, "general")
     carol = live.make_user()  # no rows: nothing to mark, but the channel is readable
     assert_success(carol.post("/mark_stream_as_read", {"stream_id": world.general}))
     assert_success(carol.post("/mark_topic_as_read", {"stream_id": world.general, "topic_name": ""}))
@@ -127,8 +127,11 @@ def test_unsubscribed_public_channel_can_be_marked(live, world):
 
 
 def test_mark_topic_as_read(live, world):
-    plans = [send(world.owner, "general", topic="Plans"), send(world.owner, "general", topic="plans")]
-    other_topic, other_channel = send(world.owner, "general", topic="lunch"), send(world.owner, "other", topic="Plans")
+    plans = [send_ok(world.owner, "general", topic="Plans"), send_ok(world.owner, "general", topic="plans")]
+    other_topic, other_channel = (
+        send_ok(world.owner, "general", topic="lunch"),
+        send_ok(world.owner, "other", topic="Plans"),
+    )
     before = len(live.events())
     # Topics compare case-insensitively.
     response = world.alice.post("/mark_topic_as_read", {"stream_id": world.general, "topic_name": "PLANS"})
@@ -141,7 +144,7 @@ def test_mark_topic_as_read(live, world):
 
 
 def test_general_chat_is_the_empty_topic(live, world):
-    empty_topic, named = send(world.owner, "general", topic=""), send(world.owner, "general", topic="named")
+    empty_topic, named = send_ok(world.owner, "general", topic=""), send_ok(world.owner, "general", topic="named")
     before = len(live.events())
     assert_success(world.alice.post("/mark_topic_as_read", {"stream_id": world.general, "topic_name": "general chat"}))
     assert unread_ids(world.alice) == [named]
@@ -149,8 +152,8 @@ def test_general_chat_is_the_empty_topic(live, world):
 
 
 def test_empty_topic_name_marks_the_whole_channel(live, world):
-    in_general = [send(world.owner, "general", topic="a"), send(world.owner, "general", topic="")]
-    in_other = send(world.owner, "other")
+    in_general = [send_ok(world.owner, "general", topic="a"), send_ok(world.owner, "general", topic="")]
+    in_other = send_ok(world.owner, "other")
     before = len(live.events())
     assert_success(world.alice.post("/mark_topic_as_read", {"stream_id": world.general, "topic_name": ""}))
     assert unread_ids(world.alice) == [in_other]
@@ -158,7 +161,7 @@ def test_empty_topic_name_marks_the_whole_channel(live, world):
 
 
 def test_no_such_topic(live, world):
-    send(world.owner, "general", topic="history")
+    send_ok(world.owner, "general", topic="history")
     carol = live.make_user()
     assert_success(carol.post("/users/me/subscriptions", {"subscriptions": [{"name": "general"}]}))
     cases = [(world.alice, "nothing here"), (world.alice, "general chat"), (carol, "history")]
@@ -171,7 +174,7 @@ def test_no_such_topic(live, world):
 
 
 def test_read_topic_is_still_a_topic(world):
-    message_id = send(world.owner, "general", topic="done")
+    message_id = send_ok(world.owner, "general", topic="done")
     assert_success(set_flag(world.alice, [message_id], "add", "read"))
     assert_success(world.alice.post("/mark_topic_as_read", {"stream_id": world.general, "topic_name": "done"}))
 
@@ -183,8 +186,8 @@ def test_missing_topic_name(world):
 
 
 def test_zulip_client_mark_topic_as_read(world, zulip_client):
-    lunch = send(world.alice, "general", topic="lunch")
-    send(world.alice, "general", topic="coffee")
+    lunch = send_ok(world.alice, "general", topic="lunch")
+    send_ok(world.alice, "general", topic="coffee")
     assert zulip_client.mark_topic_as_read(world.general, "lunch")["result"] == "success"
     assert lunch not in unread_ids(world.owner) and len(unread_ids(world.owner)) == 1
     result = zulip_client.mark_topic_as_read(world.general, "tea")
@@ -195,8 +198,8 @@ def test_zulip_client_mark_topic_as_read(world, zulip_client):
 
 
 def test_first_unread_anchor_moves_as_messages_are_read(world):
-    ids = [send(world.owner, "general", topic="a" if i < 2 else "b") for i in range(4)]
-    dm = send(world.bob, [world.alice.id])
+    ids = [send_ok(world.owner, "general", topic="a" if i < 2 else "b") for i in range(4)]
+    dm = send_direct_ok(world.bob, [world.alice.id])
     assert first_unread(world.alice) == ids[0]
     assert_success(set_flag(world.alice, [ids[0]], "add", "read"))
     assert first_unread(world.alice) == ids[1]
