@@ -26,7 +26,7 @@ TOPICS = ["lunch", "deploy", "coffee"]
 
 
 @pytest.fixture
-def org(live):
+def org_two_in_random(live):
     return make_org(live, in_random=2)  # bob and carol read random as history once subscribed
 
 
@@ -86,8 +86,8 @@ def write_flags(rng, live, message_ids, step):
                                                "op": "add", "flag": "read"})  # fmt: skip
 
 
-def test_pages_with_kept_flags_equal_pages_without_them_after_random_writes(org):
-    live = org
+def test_pages_with_kept_flags_equal_pages_without_them_after_random_writes(org_two_in_random):
+    live = org_two_in_random
     rng = random.Random(7)
     message_ids = [post(live, live.people[n % 4], ["general", "random"][n % 2 if n % 4 < 2 else 0], TOPICS[n % 3],
                         f"start {n}") for n in range(16)]  # fmt: skip
@@ -106,8 +106,8 @@ def test_pages_with_kept_flags_equal_pages_without_them_after_random_writes(org)
     assert compared == 700 and hits > 500 and misses > 100, (hits, misses)
 
 
-def test_a_second_fetch_reads_every_flag_from_the_cache(org):
-    live = org
+def test_a_second_fetch_reads_every_flag_from_the_cache(org_two_in_random):
+    live = org_two_in_random
     for n in range(6):
         post(live, live.alice, "general", "lunch", f"m{n}")
     narrow = [{"operator": "channel", "operand": "general"}, {"operator": "topic", "operand": "lunch"}]
@@ -126,8 +126,8 @@ def test_a_second_fetch_reads_every_flag_from_the_cache(org):
     assert "starred" in starred
 
 
-def test_historical_messages_are_kept_without_flags_until_a_row_is_inserted(org):
-    live = org
+def test_historical_messages_are_kept_without_flags_until_a_row_is_inserted(org_two_in_random):
+    live = org_two_in_random
     older = post(live, live.alice, "random", "lunch", "before bob joined")
     assert_success(subscribe(live.bob, ["random"]))
     page = {"anchor": "newest", "num_before": "5", "num_after": "0",
@@ -144,8 +144,8 @@ def test_historical_messages_are_kept_without_flags_until_a_row_is_inserted(org)
     assert live.read(lambda tx: directory(tx).flags.of(live.bob.id)) == {older: flag_bits.HISTORICAL | flag_bits.READ}
 
 
-def test_reads_after_a_write_in_the_same_transaction_are_not_kept(org):
-    live = org
+def test_reads_after_a_write_in_the_same_transaction_are_not_kept(org_two_in_random):
+    live = org_two_in_random
     message_id = post(live, live.alice, "general", "lunch", "hello")
     narrow = [{"operator": "channel", "operand": "general"}]
     request = msgspec.convert({"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}, FetchRequest)
@@ -174,8 +174,8 @@ def test_reads_after_a_write_in_the_same_transaction_are_not_kept(org):
     assert two_calls(False) is True and two_calls(True) is False  # a batch's writes count for its later calls
 
 
-def test_another_connections_write_is_seen(org, tmp_path):
-    live = org
+def test_another_connections_write_is_seen(org_two_in_random, tmp_path):
+    live = org_two_in_random
     message_id = post(live, live.alice, "general", "lunch", "hello")
     page = {"anchor": "newest", "num_before": "5", "num_after": "0",
             "narrow": '[{"operator": "channel", "operand": "general"}]'}  # fmt: skip
@@ -228,8 +228,8 @@ def test_the_cache_is_bounded_and_drops_the_least_recent_viewer_first():
     assert len(cache) == 0
 
 
-def test_a_topic_page_reads_only_the_topic_index(org):
-    live = org
+def test_a_topic_page_reads_only_the_topic_index(org_two_in_random):
+    live = org_two_in_random
     post(live, live.alice, "general", "lunch", "hello")
     bob = live.user(live.bob.id)
     narrow = [{"operator": "channel", "operand": "general"}, {"operator": "topic", "operand": "lunch"}]

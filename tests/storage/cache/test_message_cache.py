@@ -32,7 +32,7 @@ def make_org(live, in_random=4):
 
 
 @pytest.fixture
-def org(live):
+def org_everyone_in_random(live):
     return make_org(live)
 
 
@@ -139,8 +139,8 @@ def change_unshown_columns(live, user_id, rng):
     ))  # fmt: skip
 
 
-def test_pages_from_the_cache_equal_pages_without_it_after_random_changes(org):
-    live = org
+def test_pages_from_the_cache_equal_pages_without_it_after_random_changes(org_everyone_in_random):
+    live = org_everyone_in_random
     rng = random.Random(12)
     message_ids = []
     for n in range(12):
@@ -210,8 +210,8 @@ def test_a_zero_bound_turns_the_cache_off(tmp_path):
         server.stop()
 
 
-def test_changing_what_no_message_shows_keeps_the_encoded_messages(org):
-    live = org
+def test_changing_what_no_message_shows_keeps_the_encoded_messages(org_everyone_in_random):
+    live = org_everyone_in_random
     post(live, live.alice, "general", "lunch", "kept across user changes")
     page = {"anchor": "newest", "num_before": "20", "num_after": "0"}
     first = live.bob.get("/messages", page)
@@ -232,11 +232,11 @@ def cache_misses(live) -> int:
     return live.read(lambda tx: directory(tx).messages.misses)
 
 
-def test_new_channels_and_conversations_keep_the_encoded_messages(org):
+def test_new_channels_and_conversations_keep_the_encoded_messages(org_everyone_in_random):
     """A new channel, a channel's first message and a new conversation change no message already sent:
     the encoded messages stay. Members added to an existing conversation (in SQL: the API never does)
     change what its messages show: they are encoded again."""
-    live = org
+    live = org_everyone_in_random
     older = [post(live, live.alice, "general", "lunch", "before"), post_direct(live, live.alice, [live.bob.id])]
     page = {"anchor": str(max(older)), "num_before": "20", "num_after": "0"}
 
@@ -263,9 +263,9 @@ def test_new_channels_and_conversations_keep_the_encoded_messages(org):
     assert after.content == uncached(live, live.bob, {**page, "num_before": 20, "num_after": 0})
 
 
-def test_channel_settings_keep_the_encoded_messages_and_a_rename_does_not(org):
+def test_channel_settings_keep_the_encoded_messages_and_a_rename_does_not(org_everyone_in_random):
     """Messages show a channel's name only: its description or privacy leave them encoded."""
-    live = org
+    live = org_everyone_in_random
     post(live, live.alice, "general", "lunch", "in general")
     page = {"anchor": "newest", "num_before": "20", "num_after": "0"}
 

@@ -23,7 +23,7 @@ def events_after(live, count, event_type="stream"):
 
 
 @pytest.fixture
-def world(live):
+def three_channels(live):
     """An owner, a member, a guest; a public, a private (owner and member) and a secret channel (owner)."""
     member = live.make_user()
     guest = live.make_user("guest")
@@ -38,16 +38,16 @@ def world(live):
 # -- GET /streams ------------------------------------------------------------------------------
 
 
-def test_list_defaults_to_public_and_subscribed_sorted_by_name(live, world):
-    member, guest, ids = world
+def test_list_defaults_to_public_and_subscribed_sorted_by_name(live, three_channels):
+    member, guest, ids = three_channels
     assert stream_names(member) == ["Private", "public"]
     assert stream_names(live.owner) == ["Private", "public", "secret"]
     # Guests never get public channels they are not subscribed to.
     assert stream_names(guest) == []
 
 
-def test_list_objects_have_the_channel_fields(live, world):
-    member, _, ids = world
+def test_list_objects_have_the_channel_fields(live, three_channels):
+    member, _, ids = three_channels
     stream = next(s for s in assert_success(member.get("/streams"))["streams"] if s["name"] == "public")
     assert stream["stream_id"] == ids["public"]
     assert stream["creator_id"] == live.owner.id
@@ -59,15 +59,15 @@ def test_list_objects_have_the_channel_fields(live, world):
         assert field in stream
 
 
-def test_list_sources_can_be_turned_off(live, world):
-    member, _, _ = world
+def test_list_sources_can_be_turned_off(live, three_channels):
+    member, _, _ = three_channels
     assert stream_names(member, include_public=False) == ["Private"]
     assert stream_names(member, include_subscribed=False) == ["public"]
     assert stream_names(member, include_public=False, include_subscribed=False) == []
 
 
-def test_include_all_lists_what_the_user_may_see(live, world):
-    member, guest, _ = world
+def test_include_all_lists_what_the_user_may_see(live, three_channels):
+    member, guest, _ = three_channels
     admin = live.make_user("admin")
     assert stream_names(admin, include_all=True) == ["Private", "public", "secret"]
     assert stream_names(admin, include_all_active=True) == ["Private", "public", "secret"]
@@ -75,7 +75,7 @@ def test_include_all_lists_what_the_user_may_see(live, world):
     assert stream_names(guest, include_all=True) == []
 
 
-def test_include_all_under_both_names_is_confusing(live, world):
+def test_include_all_under_both_names_is_confusing(live, three_channels):
     body = assert_error(
         live.owner.get("/streams", {"include_all": True, "include_all_active": True}),
         "Can't decide between 'include_all' and 'include_all_active' arguments",
@@ -89,15 +89,15 @@ def test_list_parameters_are_json_booleans(live):
     assert_error(live.owner.get("/streams", {"include_default": 1}), "include_default is not a boolean")
 
 
-def test_include_default_marks_default_channels(live, world):
-    member, _, ids = world
+def test_include_default_marks_default_channels(live, three_channels):
+    member, _, ids = three_channels
     create_channel(live.owner, "welcome", is_default_stream=True)
     streams = assert_success(member.get("/streams", {"include_default": True}))["streams"]
     assert {s["name"]: s["is_default"] for s in streams} == {"Private": False, "public": False, "welcome": True}
 
 
-def test_include_can_access_content(live, world):
-    member, _, ids = world
+def test_include_can_access_content(live, three_channels):
+    member, _, ids = three_channels
     create_channel(
         live.owner,
         "joinable",
@@ -110,16 +110,16 @@ def test_include_can_access_content(live, world):
     assert stream_names(admin, include_can_access_content=True) == ["public"]
 
 
-def test_include_web_public_reaches_guests(live, world):
-    _, guest, _ = world
+def test_include_web_public_reaches_guests(live, three_channels):
+    _, guest, _ = three_channels
     live.write(lambda tx: tx.execute("UPDATE realm SET enable_spectator_access = 1"))
     create_channel(live.owner, "open to all", is_web_public=True)
     assert stream_names(guest) == []
     assert stream_names(guest, include_web_public=True) == ["open to all"]
 
 
-def test_include_owner_subscribed_for_bots(live, world):
-    member, _, _ = world
+def test_include_owner_subscribed_for_bots(live, three_channels):
+    member, _, _ = three_channels
     bot = live.client_for(live.user(make_bot(live, member.id)))
     assert stream_names(bot) == ["public"]
     assert stream_names(bot, include_owner_subscribed=True) == ["Private", "public"]
@@ -127,8 +127,8 @@ def test_include_owner_subscribed_for_bots(live, world):
     assert stream_names(member, include_public=False, include_owner_subscribed=True) == ["Private"]
 
 
-def test_archived_channels_only_when_asked(live, world):
-    member, _, ids = world
+def test_archived_channels_only_when_asked(live, three_channels):
+    member, _, ids = three_channels
     assert_success(live.owner.delete(f"/streams/{ids['public']}"))
     assert stream_names(member) == ["Private"]
     assert stream_names(member, exclude_archived=False) == ["Private", "public"]
@@ -137,8 +137,8 @@ def test_archived_channels_only_when_asked(live, world):
 # -- GET /streams/{id}, members, get_stream_id --------------------------------------------------
 
 
-def test_get_stream_by_id(live, world):
-    member, _, ids = world
+def test_get_stream_by_id(live, three_channels):
+    member, _, ids = three_channels
     stream = assert_success(member.get(f"/streams/{ids['Private']}"))["stream"]
     assert (stream["name"], stream["invite_only"], stream["subscriber_count"]) == ("Private", True, 2)
     # Administrators see a private channel's settings without being subscribed.
@@ -147,22 +147,22 @@ def test_get_stream_by_id(live, world):
 
 
 @pytest.mark.parametrize("path", ["/streams/{}", "/streams/{}/members"])
-def test_unknown_and_hidden_channels_answer_alike(live, world, path):
-    member, guest, ids = world
+def test_unknown_and_hidden_channels_answer_alike(live, three_channels, path):
+    member, guest, ids = three_channels
     for client, channel_id in ((member, 999999), (member, 0), (member, ids["secret"]), (guest, ids["public"])):
         assert_error(client.get(path.format(channel_id)), "Invalid channel ID")
 
 
-def test_stream_members(live, world):
-    member, _, ids = world
+def test_stream_members(live, three_channels):
+    member, _, ids = three_channels
     assert assert_success(member.get(f"/streams/{ids['Private']}/members"))["subscribers"] == sorted(
         [live.owner.id, member.id]
     )
     assert assert_success(member.get(f"/streams/{ids['public']}/members"))["subscribers"] == []
 
 
-def test_get_stream_id(live, world):
-    member, _, ids = world
+def test_get_stream_id(live, three_channels):
+    member, _, ids = three_channels
     assert assert_success(member.get("/get_stream_id", {"stream": "private"}))["stream_id"] == ids["Private"]
     assert_error(member.get("/get_stream_id", {"stream": "nope"}), "Invalid channel name 'nope'")
     assert_error(member.get("/get_stream_id", {"stream": "secret"}), "Invalid channel name 'secret'")
@@ -170,8 +170,8 @@ def test_get_stream_id(live, world):
     assert body["var_name"] == "stream"
 
 
-def test_get_stream_id_of_archived_channel(live, world):
-    member, _, ids = world
+def test_get_stream_id_of_archived_channel(live, three_channels):
+    member, _, ids = three_channels
     assert_success(live.owner.delete(f"/streams/{ids['public']}"))
     assert_error(member.get("/get_stream_id", {"stream": "public"}), "Invalid channel name 'public'")
 
@@ -184,8 +184,8 @@ def test_non_digit_ids_are_not_routes(live):
 # -- DELETE /streams/{id} ----------------------------------------------------------------------
 
 
-def test_archive_channel(live, world):
-    member, _, ids = world
+def test_archive_channel(live, three_channels):
+    member, _, ids = three_channels
     count = len(live.events())
     assert_success(live.owner.delete(f"/streams/{ids['Private']}"))
     stream = assert_success(member.get(f"/streams/{ids['Private']}"))["stream"]
@@ -208,8 +208,8 @@ def test_archive_channel(live, world):
     assert update_to == delete_to == {live.owner.id, member.id}
 
 
-def test_archive_twice(live, world):
-    _, _, ids = world
+def test_archive_twice(live, three_channels):
+    _, _, ids = three_channels
     assert_success(live.owner.delete(f"/streams/{ids['public']}"))
     assert_error(live.owner.delete(f"/streams/{ids['public']}"), "Channel is already deactivated")
 

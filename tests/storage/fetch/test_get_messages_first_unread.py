@@ -23,7 +23,7 @@ MUTED, UNMUTED, FOLLOWED = 1, 2, 3
 
 
 @pytest.fixture
-def org(live):
+def alice_unread(live):
     """Alice is in "general" and "random"; messages from the owner are unread for her."""
     live.alice = live.make_user(full_name="Alice")
     live.general = make_channel(live, "general", [live.owner.id, live.alice.id])
@@ -40,8 +40,8 @@ def read_all(live, user_id):
     live.write(lambda tx: tx.execute("UPDATE user_messages SET flags = flags | 1 WHERE user_id = ?", (user_id,)))
 
 
-def test_first_unread_is_the_oldest_unread_message(org):
-    live = org
+def test_first_unread_is_the_oldest_unread_message(alice_unread):
+    live = alice_unread
     g1, g2, g3 = (post(live, live.owner, "general", "t", f"m{n}") for n in range(3))
     read_all(live, live.alice.id)
     mark_unread(live, live.alice.id, g2)
@@ -53,8 +53,8 @@ def test_first_unread_is_the_oldest_unread_message(org):
     assert legacy["anchor"] == g2 and legacy["messages"] == body["messages"]
 
 
-def test_no_unread_message_anchors_at_the_newest(org):
-    live = org
+def test_no_unread_message_anchors_at_the_newest(alice_unread):
+    live = alice_unread
     g1, g2 = (post(live, live.owner, "general", "t", f"m{n}") for n in range(2))
     read_all(live, live.alice.id)
     body = fetch(live.alice, anchor="first_unread", num_before=5, num_after=5)
@@ -62,8 +62,8 @@ def test_no_unread_message_anchors_at_the_newest(org):
     assert (body["found_anchor"], body["found_oldest"], body["found_newest"]) == (False, True, True)
 
 
-def test_first_unread_within_a_narrow(org):
-    live = org
+def test_first_unread_within_a_narrow(alice_unread):
+    live = alice_unread
     g1 = post(live, live.owner, "general", "a", "first")
     r1 = post(live, live.owner, "random", "b", "second")
     g2 = post(live, live.owner, "general", "b", "third")
@@ -77,8 +77,8 @@ def test_first_unread_within_a_narrow(org):
     assert first_unread(live, [{"operator": "id", "operand": g2}]) == g2
 
 
-def test_muted_topics_are_skipped(org):
-    live = org
+def test_muted_topics_are_skipped(alice_unread):
+    live = alice_unread
     noise = post(live, live.owner, "general", "noise", "muted")
     news = post(live, live.owner, "general", "news", "not muted")
     set_topic_policy(live, live.alice.id, live.general, "NOISE", MUTED)
@@ -92,8 +92,8 @@ def test_muted_topics_are_skipped(org):
     assert narrow_ids(live.alice, []) == [noise, news]
 
 
-def test_muted_channels_are_skipped_except_inside_them(org):
-    live = org
+def test_muted_channels_are_skipped_except_inside_them(alice_unread):
+    live = alice_unread
     r1 = post(live, live.owner, "random", "quiet", "in the muted channel")
     g1 = post(live, live.owner, "general", "t", "elsewhere")
     mute_channel(live, live.alice.id, live.random)
@@ -112,8 +112,8 @@ def test_muted_channels_are_skipped_except_inside_them(org):
     assert first_unread(live, [["channel", "random"]]) == NEWEST
 
 
-def test_direct_messages_are_never_muted(org):
-    live = org
+def test_direct_messages_are_never_muted(alice_unread):
+    live = alice_unread
     post(live, live.owner, "general", "noise", "muted topic")
     dm = post_direct(live, live.owner, [live.alice.id], "a dm")
     set_topic_policy(live, live.alice.id, live.general, "noise", MUTED)
@@ -124,8 +124,8 @@ def test_direct_messages_are_never_muted(org):
     assert first_unread(live, [{"operator": "dm-including", "operand": live.owner.id}]) == dm
 
 
-def test_a_left_channel_mute_no_longer_applies(org):
-    live = org
+def test_a_left_channel_mute_no_longer_applies(alice_unread):
+    live = alice_unread
     r1 = post(live, live.owner, "random", "t", "kept after leaving a public channel")
     post(live, live.owner, "general", "t", "later")
     mute_channel(live, live.alice.id, live.random)
@@ -133,8 +133,8 @@ def test_a_left_channel_mute_no_longer_applies(org):
     assert first_unread(live) == r1
 
 
-def test_in_home_and_is_muted(org):
-    live = org
+def test_in_home_and_is_muted(alice_unread):
+    live = alice_unread
     quiet = post(live, live.owner, "random", "quiet", "muted channel")
     loud = post(live, live.owner, "random", "loud", "unmuted topic of the muted channel")
     followed = post(live, live.owner, "random", "followed", "followed topic of the muted channel")

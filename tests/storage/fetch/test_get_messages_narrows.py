@@ -18,7 +18,7 @@ MUTED, FOLLOWED = 1, 3
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def narrows_world(tmp_path_factory):
     w = build_world(str(tmp_path_factory.mktemp("narrows")))
     owner_id = w.owner.id
     set_flag(w.live, owner_id, w.m["hello"], flags.STARRED)
@@ -98,66 +98,71 @@ CASES = {
 }  # fmt: skip
 
 
-def expected(world, keys):
+def expected(narrows_world, keys):
     if keys is None:
-        keys = [k for k in world.m if k not in ("alice_to_bob", "link")]
-    return sorted(world.m[k] for k in keys)
+        keys = [k for k in narrows_world.m if k not in ("alice_to_bob", "link")]
+    return sorted(narrows_world.m[k] for k in keys)
 
 
-def operand_of(world, operand):
-    return operand(world) if callable(operand) else operand
-
-
-@pytest.mark.parametrize("name", list(CASES))
-def test_operator_as_an_object(world, name):
-    operator, operand, keys = CASES[name]
-    narrow = [{"operator": operator, "operand": operand_of(world, operand)}]
-    assert narrow_ids(world.owner, narrow) == expected(world, keys)
+def operand_of(narrows_world, operand):
+    return operand(narrows_world) if callable(operand) else operand
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_operator_negated_selects_the_rest(world, name):
+def test_operator_as_an_object(narrows_world, name):
     operator, operand, keys = CASES[name]
-    narrow = [{"operator": operator, "operand": operand_of(world, operand), "negated": True}]
-    rest = sorted(set(world.owner_visible) - set(expected(world, keys)))
-    assert narrow_ids(world.owner, narrow) == rest
+    narrow = [{"operator": operator, "operand": operand_of(narrows_world, operand)}]
+    assert narrow_ids(narrows_world.owner, narrow) == expected(narrows_world, keys)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_operator_negated_selects_the_rest(narrows_world, name):
+    operator, operand, keys = CASES[name]
+    narrow = [{"operator": operator, "operand": operand_of(narrows_world, operand), "negated": True}]
+    rest = sorted(set(narrows_world.owner_visible) - set(expected(narrows_world, keys)))
+    assert narrow_ids(narrows_world.owner, narrow) == rest
 
 
 @pytest.mark.parametrize("name", [n for n, case in CASES.items() if isinstance(case[1], str)])
-def test_operator_as_a_legacy_pair(world, name):
+def test_operator_as_a_legacy_pair(narrows_world, name):
     operator, operand, keys = CASES[name]
-    assert narrow_ids(world.owner, [[operator, operand]]) == expected(world, keys)
+    assert narrow_ids(narrows_world.owner, [[operator, operand]]) == expected(narrows_world, keys)
 
 
-def test_legacy_pairs_take_digit_strings_as_ids(world):
-    assert narrow_ids(world.owner, [["stream", str(world.channels["secret"])]]) == [world.m["secret"]]
-    assert narrow_ids(world.owner, [["sender", str(world.bob.id)]]) == [world.m["general_chat"], world.m["mention"]]
-    assert narrow_ids(world.owner, [["id", str(world.m["self"])]]) == [world.m["self"]]
+def test_legacy_pairs_take_digit_strings_as_ids(narrows_world):
+    assert narrow_ids(narrows_world.owner, [["stream", str(narrows_world.channels["secret"])]]) == [
+        narrows_world.m["secret"]
+    ]
+    assert narrow_ids(narrows_world.owner, [["sender", str(narrows_world.bob.id)]]) == [
+        narrows_world.m["general_chat"],
+        narrows_world.m["mention"],
+    ]
+    assert narrow_ids(narrows_world.owner, [["id", str(narrows_world.m["self"])]]) == [narrows_world.m["self"]]
 
 
-def test_no_narrow_null_and_empty_list_are_the_user_history(world):
-    everything = world.owner_visible
-    assert narrow_ids(world.owner, []) == everything
-    assert narrow_ids(world.owner, None) == everything
-    assert narrow_ids(world.owner, "null") == everything
-    assert world.m["alice_to_bob"] not in everything
+def test_no_narrow_null_and_empty_list_are_the_user_history(narrows_world):
+    everything = narrows_world.owner_visible
+    assert narrow_ids(narrows_world.owner, []) == everything
+    assert narrow_ids(narrows_world.owner, None) == everything
+    assert narrow_ids(narrows_world.owner, "null") == everything
+    assert narrows_world.m["alice_to_bob"] not in everything
 
 
 @pytest.mark.parametrize("negated", [False, True])
-def test_in_all_selects_everything(world, negated):
+def test_in_all_selects_everything(narrows_world, negated):
     narrow = [{"operator": "in", "operand": "all", "negated": negated}]
-    assert narrow_ids(world.owner, narrow) == world.owner_visible
+    assert narrow_ids(narrows_world.owner, narrow) == narrows_world.owner_visible
 
 
 @pytest.mark.parametrize("negated", [False, True])
-def test_near_filters_nothing(world, negated):
-    narrow = [{"operator": "near", "operand": str(world.m["secret"]), "negated": negated}]
-    assert narrow_ids(world.owner, narrow) == world.owner_visible
-    assert narrow_ids(world.owner, [["near", "3"]]) == world.owner_visible
+def test_near_filters_nothing(narrows_world, negated):
+    narrow = [{"operator": "near", "operand": str(narrows_world.m["secret"]), "negated": negated}]
+    assert narrow_ids(narrows_world.owner, narrow) == narrows_world.owner_visible
+    assert narrow_ids(narrows_world.owner, [["near", "3"]]) == narrows_world.owner_visible
 
 
-def test_terms_combine(world):
-    w = world
+def test_terms_combine(narrows_world):
+    w = narrows_world
 
     def ids(*terms):
         return narrow_ids(w.owner, [dict(zip(("operator", "operand", "negated"), t, strict=False)) for t in terms])
@@ -178,18 +183,18 @@ def test_terms_combine(world):
     assert ids(("id", m["hello"]), ("channel", "random")) == []
 
 
-def test_negated_channel_terms_may_join_dm_terms(world):
+def test_negated_channel_terms_may_join_dm_terms(narrows_world):
     narrow = [
         {"operator": "channel", "operand": "general", "negated": True},
-        {"operator": "dm", "operand": [world.alice.id]},
+        {"operator": "dm", "operand": [narrows_world.alice.id]},
     ]
-    assert narrow_ids(world.owner, narrow) == [world.m["dm_to_alice"], world.m["dm_from_alice"]]
+    assert narrow_ids(narrows_world.owner, narrow) == [narrows_world.m["dm_to_alice"], narrows_world.m["dm_from_alice"]]
     narrow = [{"operator": "is", "operand": "dm", "negated": True}, {"operator": "channel", "operand": "secret"}]
-    assert narrow_ids(world.owner, narrow) == [world.m["secret"]]
+    assert narrow_ids(narrows_world.owner, narrow) == [narrows_world.m["secret"]]
 
 
-def test_with_rewrites_to_the_messages_conversation(world):
-    w, m = world, world.m
+def test_with_rewrites_to_the_messages_conversation(narrows_world):
+    w, m = narrows_world, narrows_world.m
 
     def with_ids(message_key, *extra):
         return narrow_ids(w.owner, [{"operator": "with", "operand": m[message_key]}, *extra])
@@ -210,8 +215,8 @@ def test_with_rewrites_to_the_messages_conversation(world):
     assert narrow_ids(w.owner, [["with", str(m["self"])]]) == [m["self"]]
 
 
-def test_with_an_inaccessible_message_falls_back_to_a_conversation(world):
-    w, m = world, world.m
+def test_with_an_inaccessible_message_falls_back_to_a_conversation(narrows_world):
+    w, m = narrows_world, narrows_world.m
     hidden = m["alice_to_bob"]
     dm_terms = [{"operator": "with", "operand": hidden}, {"operator": "dm", "operand": [w.alice.id]}]
     assert narrow_ids(w.owner, dm_terms) == [m["dm_to_alice"], m["dm_from_alice"]]
@@ -226,6 +231,6 @@ def test_with_an_inaccessible_message_falls_back_to_a_conversation(world):
     assert narrow_ids(w.carol, secret_terms) == expected(w, GREETINGS)
 
 
-def test_with_a_readable_history_message_needs_no_subscription(world):
-    w, m = world, world.m
+def test_with_a_readable_history_message_needs_no_subscription(narrows_world):
+    w, m = narrows_world, narrows_world.m
     assert narrow_ids(w.carol, [{"operator": "with", "operand": m["alice_greets"]}]) == expected(w, GREETINGS)

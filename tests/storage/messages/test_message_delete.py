@@ -13,7 +13,7 @@ INVALID = "Invalid message(s)"
 
 
 @pytest.fixture
-def org(live):
+def lunch_and_dinner(live):
     """Members sam and otto in public "lunch" and "dinner"; one message of sam's in each."""
     sam, otto = live.make_user(), live.make_user()
     lunch = make_channel(live, "lunch", [live.owner.id, sam.id, otto.id])
@@ -29,8 +29,8 @@ def exists(live, message_id):
     return live.read(lambda tx: tx.value("SELECT count(*) FROM messages WHERE id = ?", (message_id,))) == 1
 
 
-def test_sender_deletes_own_message(org):
-    live, sam, otto, lunch, _, message_id, _ = org
+def test_sender_deletes_own_message(lunch_and_dinner):
+    live, sam, otto, lunch, _, message_id, _ = lunch_and_dinner
     live.write(lambda tx: tx.execute(
         "INSERT INTO reactions (message_id, user_id, emoji_name, emoji_code, reaction_type)"
         " VALUES (?, ?, 'smile', '1f642', 'unicode_emoji')", (message_id, otto.id)))  # fmt: skip
@@ -48,8 +48,8 @@ def test_sender_deletes_own_message(org):
     assert found["messages"] == []
 
 
-def test_delete_event(org):
-    live, sam, otto, lunch, _, message_id, _ = org
+def test_delete_event(lunch_and_dinner):
+    live, sam, otto, lunch, _, message_id, _ = lunch_and_dinner
     late = live.make_user()  # subscribed after the message: sees it through the channel's shared history
     assert_success(late.post("/users/me/subscriptions", {"subscriptions": [{"name": "lunch"}]}))
     before = len(live.events())
@@ -77,8 +77,8 @@ def test_direct_message_delete_event(live):
 
 
 @pytest.mark.parametrize("role", ["member", "moderator", "guest"])
-def test_others_messages_need_a_permission(org, role):
-    live, _, _, lunch, _, message_id, _ = org
+def test_others_messages_need_a_permission(lunch_and_dinner, role):
+    live, _, _, lunch, _, message_id, _ = lunch_and_dinner
     client = live.make_user(role=role)
     if role == "guest":
         assert_success(
@@ -91,16 +91,16 @@ def test_others_messages_need_a_permission(org, role):
 
 
 @pytest.mark.parametrize("role", ["admin", "owner"])
-def test_administrators_delete_anything(org, role):
-    live, sam, _, _, _, message_id, _ = org
+def test_administrators_delete_anything(lunch_and_dinner, role):
+    live, sam, _, _, _, message_id, _ = lunch_and_dinner
     client = live.owner if role == "owner" else live.make_user(role=role)
     assert_success(delete(client, message_id))
     dm = send_direct_ok(sam, [client.id], "hello")
     assert_success(delete(client, dm))
 
 
-def test_realm_and_channel_delete_any_groups(org):
-    live, sam, otto, lunch, dinner, in_lunch, in_dinner = org
+def test_realm_and_channel_delete_any_groups(lunch_and_dinner):
+    live, sam, otto, lunch, dinner, in_lunch, in_dinner = lunch_and_dinner
     moderator = live.make_user(role="moderator")
     set_channel_group(live, lunch, "can_delete_any_message_group", "role:members")
     assert_success(delete(otto, in_lunch))
@@ -110,8 +110,8 @@ def test_realm_and_channel_delete_any_groups(org):
     assert_success(delete(moderator, in_dinner))
 
 
-def test_realm_and_channel_delete_own_groups(org):
-    live, sam, otto, lunch, dinner, in_lunch, in_dinner = org
+def test_realm_and_channel_delete_own_groups(lunch_and_dinner):
+    live, sam, otto, lunch, dinner, in_lunch, in_dinner = lunch_and_dinner
     dm = send_direct_ok(sam, [otto.id], "private")
     set_realm_group(live, "can_delete_own_message_group", "role:administrators")
     for message_id in (in_lunch, in_dinner, dm):
@@ -125,8 +125,8 @@ def test_realm_and_channel_delete_own_groups(org):
     assert_error(delete(otto, in_dinner), NO_DELETE)
 
 
-def test_bot_owners_delete_their_bots_messages(org):
-    live, sam, otto, lunch, _, _, _ = org
+def test_bot_owners_delete_their_bots_messages(lunch_and_dinner):
+    live, sam, otto, lunch, _, _, _ = lunch_and_dinner
     bot = live.client_for(live.user(make_bot(live, sam.id)))
     assert_success(
         live.owner.post("/users/me/subscriptions", {"subscriptions": [{"name": "lunch"}], "principals": [bot.id]})
@@ -136,8 +136,8 @@ def test_bot_owners_delete_their_bots_messages(org):
     assert_success(delete(sam, message_id))
 
 
-def test_delete_errors(org):
-    live, sam, _, lunch, _, message_id, _ = org
+def test_delete_errors(lunch_and_dinner):
+    live, sam, _, lunch, _, message_id, _ = lunch_and_dinner
     assert_error(delete(sam, 999999), INVALID)
     assert_error(delete(sam, 0), INVALID)
     body = assert_success(delete(sam, message_id, reason="typo"))

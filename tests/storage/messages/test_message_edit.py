@@ -13,7 +13,7 @@ INVALID = "Invalid message(s)"
 
 
 @pytest.fixture
-def org(live):
+def lunch_message(live):
     """A member (sender) and another member, both in the public channel "lunch" with one message."""
     sender = live.make_user(full_name="Sam Sender")
     other = live.make_user(full_name="Otto Other")
@@ -30,8 +30,8 @@ def fetch(client, message_id, **params):
     return assert_success(client.get(f"/messages/{message_id}", params))
 
 
-def test_sender_edits_content(org):
-    live, sender, _, _, message_id = org
+def test_sender_edits_content(lunch_message):
+    live, sender, _, _, message_id = lunch_message
     sent_at = live.clock.now
     live.clock.advance(60)
     body = assert_success(edit(sender, message_id, content="goodbye *moon*"))
@@ -54,8 +54,8 @@ def test_sender_edits_content(org):
     assert (row["content"], row["rendered_content"]) == ("goodbye *moon*", "<p>goodbye <em>moon</em></p>")
 
 
-def test_edit_history_is_newest_first_in_get_messages(org):
-    live, sender, other, channel_id, message_id = org
+def test_edit_history_is_newest_first_in_get_messages(lunch_message):
+    live, sender, other, channel_id, message_id = lunch_message
     assert_success(edit(sender, message_id, content="second"))
     live.clock.advance(10)
     assert_success(edit(sender, message_id, content="third"))
@@ -68,8 +68,8 @@ def test_edit_history_is_newest_first_in_get_messages(org):
     assert message["content"] == "<p>third</p>"
 
 
-def test_only_the_sender_edits_content(org):
-    live, _, other, _, message_id = org
+def test_only_the_sender_edits_content(lunch_message):
+    live, _, other, _, message_id = lunch_message
     admin = live.make_user(role="admin")
     for client in (other, admin, live.owner):
         assert_error(edit(client, message_id, content="mine now"), NO_EDIT)
@@ -78,8 +78,8 @@ def test_only_the_sender_edits_content(org):
     assert stored(live, message_id)["edit_history"] is None
 
 
-def test_nothing_to_change(org):
-    _, sender, _, channel_id, message_id = org
+def test_nothing_to_change(lunch_message):
+    _, sender, _, channel_id, message_id = lunch_message
     same = [
         {}, {"content": "hello **world**"}, {"content": "hello **world**  \n"}, {"topic": "food"}, {"topic": "  food "},
         {"stream_id": channel_id}, {"content": "hello **world**", "topic": "food"},
@@ -88,22 +88,22 @@ def test_nothing_to_change(org):
         assert_error(edit(sender, message_id, **params), "Nothing to change")
 
 
-def test_emptied_content_becomes_deleted(org):
-    live, sender, _, _, message_id = org
+def test_emptied_content_becomes_deleted(lunch_message):
+    live, sender, _, _, message_id = lunch_message
     assert_success(edit(sender, message_id, content="   \n "))
     assert stored(live, message_id)["content"] == "(deleted)"
 
 
-def test_content_rules(org):
-    live, sender, _, _, message_id = org
+def test_content_rules(lunch_message):
+    live, sender, _, _, message_id = lunch_message
     assert_error(edit(sender, message_id, content="a\x00b"), "Message must not contain null bytes")
     assert_success(edit(sender, message_id, content="x" * 10050))
     content = stored(live, message_id)["content"]
     assert len(content) == 10000 and content.endswith("\n[message truncated]")
 
 
-def test_unknown_or_unreadable_messages(org):
-    live, sender, other, _, message_id = org
+def test_unknown_or_unreadable_messages(lunch_message):
+    live, sender, other, _, message_id = lunch_message
     assert_error(edit(sender, 999999, content="x"), INVALID)
     assert_error(edit(sender, 0, content="x"), INVALID)
     secret = make_channel(live, "secret", [live.owner.id], invite_only=True)
@@ -115,16 +115,16 @@ def test_unknown_or_unreadable_messages(org):
         assert_error(other.delete(f"/messages/{message}"), INVALID)
 
 
-def test_archived_channel_messages_cannot_be_edited(org):
-    live, sender, _, channel_id, message_id = org
+def test_archived_channel_messages_cannot_be_edited(lunch_message):
+    live, sender, _, channel_id, message_id = lunch_message
     archive(live, channel_id)
     assert_error(edit(sender, message_id, content="x"), INVALID)
     # ... but can still be read.
     assert fetch(sender, message_id)["raw_content"] == "hello **world**"
 
 
-def test_parameter_errors(org):
-    _, sender, _, _, message_id = org
+def test_parameter_errors(lunch_message):
+    _, sender, _, _, message_id = lunch_message
     assert_error(edit(sender, message_id, topic="x", propagate_mode="change_some"), "Invalid propagate_mode")
     assert_error(edit(sender, message_id, content="x", propagate_mode="change_all"),
                  "Invalid propagate_mode without topic edit")  # fmt: skip
@@ -142,8 +142,8 @@ def test_parameter_errors(org):
     )
 
 
-def test_unknown_parameters_are_reported(org):
-    _, sender, _, _, message_id = org
+def test_unknown_parameters_are_reported(lunch_message):
+    _, sender, _, _, message_id = lunch_message
     body = assert_success(
         sender.patch(f"/messages/{message_id}", {"content": "new", "message_id": message_id, "color": "red"})
     )
@@ -168,8 +168,8 @@ def test_direct_message_rules(live):
     assert fetch(bob, message_id)["message"]["edit_history"][0]["prev_content"] == "hi bob"
 
 
-def test_content_edit_event(org):
-    live, sender, other, channel_id, message_id = org
+def test_content_edit_event(lunch_message):
+    live, sender, other, channel_id, message_id = lunch_message
     outsider = live.make_user()  # not subscribed: the channel's history is public, but not to them
     live.write(lambda tx: tx.execute("UPDATE user_messages SET flags = 3 WHERE user_id = ?", (other.id,)))
     before = len(live.events())
@@ -190,8 +190,8 @@ def test_content_edit_event(org):
     assert all(outsider.id not in ids for _, ids in events)
 
 
-def test_shared_history_subscribers_hear_of_edits(org):
-    live, sender, _, channel_id, message_id = org
+def test_shared_history_subscribers_hear_of_edits(lunch_message):
+    live, sender, _, channel_id, message_id = lunch_message
     late = live.make_user()
     assert_success(late.post("/users/me/subscriptions", {"subscriptions": [{"name": "lunch"}]}))
     before = len(live.events())
@@ -200,8 +200,8 @@ def test_shared_history_subscribers_hear_of_edits(org):
     assert events[("read",)] == [late.id]
 
 
-def test_mention_flags_follow_the_content(org):
-    live, sender, other, _, message_id = org
+def test_mention_flags_follow_the_content(lunch_message):
+    live, sender, other, _, message_id = lunch_message
     assert "mentioned" not in stored_flags(live, message_id)[other.id]
     assert_success(edit(sender, message_id, content="hey @**Otto Other**"))
     assert "mentioned" in stored_flags(live, message_id)[other.id]
@@ -212,15 +212,15 @@ def test_mention_flags_follow_the_content(org):
     assert stored_flags(live, message_id)[other.id] == []
 
 
-def test_edit_keeps_personal_flags(org):
-    live, sender, other, _, message_id = org
+def test_edit_keeps_personal_flags(lunch_message):
+    live, sender, other, _, message_id = lunch_message
     live.write(lambda tx: tx.execute("UPDATE user_messages SET flags = 3 WHERE user_id = ?", (other.id,)))
     assert_success(edit(sender, message_id, content="@**Otto Other** look"))
     assert stored_flags(live, message_id)[other.id] == ["read", "starred", "mentioned"]
 
 
-def test_search_finds_edited_content(org):
-    _, sender, other, _, message_id = org
+def test_search_finds_edited_content(lunch_message):
+    _, sender, other, _, message_id = lunch_message
     assert_success(edit(sender, message_id, content="bananas are yellow"))
 
     def search(words):
@@ -234,8 +234,8 @@ def test_search_finds_edited_content(org):
     assert search("world") == []
 
 
-def test_get_message(org):
-    live, sender, other, channel_id, message_id = org
+def test_get_message(lunch_message):
+    live, sender, other, channel_id, message_id = lunch_message
     body = fetch(other, message_id)
     assert set(body) == {"result", "msg", "message", "raw_content"}
     message = body["message"]
@@ -254,8 +254,8 @@ def test_get_message(org):
     assert_error(other.get(f"/messages/{message_id}", {"apply_markdown": "yes"}), "apply_markdown is not valid JSON")
 
 
-def test_general_chat_in_edit_history(org):
-    live, sender, other, channel_id, _ = org
+def test_general_chat_in_edit_history(lunch_message):
+    live, sender, other, channel_id, _ = lunch_message
     message_id = send_ok(sender, "lunch", "chat", "")
     assert_success(edit(sender, message_id, topic="Menus"))
     assert_success(edit(sender, message_id, topic="general chat"))

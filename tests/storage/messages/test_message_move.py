@@ -22,7 +22,7 @@ NO_MOVE = "You don't have permission to move this message"
 
 
 @pytest.fixture
-def org(live):
+def food_topic(live):
     """Two members in channel "lunch"; three messages in topic "food" (two by sam, one by otto)."""
     sam = live.make_user(full_name="Sam")
     otto = live.make_user(full_name="Otto")
@@ -51,8 +51,8 @@ def updates(live, before):
     ("mode", "moved"),
     [("change_one", [False, True, False]), ("change_later", [False, True, True]), ("change_all", [True, True, True])],
 )
-def test_propagate_modes(org, mode, moved):
-    live, sam, otto, channel_id, ids = org
+def test_propagate_modes(food_topic, mode, moved):
+    live, sam, otto, channel_id, ids = food_topic
     live.clock.advance(30)
     assert_success(edit(otto, ids[1], topic="meals", propagate_mode=mode))
     assert topics(live, ids) == ["meals" if m else t for m, t in zip(moved, ["food", "Food", "food"], strict=True)]
@@ -71,8 +71,8 @@ def test_propagate_modes(org, mode, moved):
         assert "edit_history" not in message and "last_moved_timestamp" not in message
 
 
-def test_topic_move_event(org):
-    live, sam, otto, channel_id, ids = org
+def test_topic_move_event(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
     before = len(live.events())
     assert_success(edit(sam, ids[0], topic="meals", propagate_mode="change_all"))
     [(event, audience)] = updates(live, before)
@@ -86,8 +86,8 @@ def test_topic_move_event(org):
     assert event == expected
 
 
-def test_content_and_topic_in_one_edit(org):
-    live, sam, _, _, ids = org
+def test_content_and_topic_in_one_edit(food_topic):
+    live, sam, _, _, ids = food_topic
     assert_success(edit(sam, ids[0], content="uno", topic="spanish"))
     [entry] = assert_success(sam.get(f"/messages/{ids[0]}"))["message"]["edit_history"]
     assert entry == {"user_id": sam.id, "timestamp": int(live.clock.now), "prev_content": "one",
@@ -96,8 +96,8 @@ def test_content_and_topic_in_one_edit(org):
     assert row["last_edit_timestamp"] == row["last_moved_timestamp"] == int(live.clock.now)
 
 
-def test_topic_normalisation(org):
-    live, sam, _, _, ids = org
+def test_topic_normalisation(food_topic):
+    live, sam, _, _, ids = food_topic
     assert_success(edit(sam, ids[0], topic="  meals  "))
     assert stored(live, ids[0])["topic"] == "meals"
     assert_success(edit(sam, ids[0], subject="(no topic)"))
@@ -107,8 +107,8 @@ def test_topic_normalisation(org):
     assert_error(edit(sam, ids[0], topic="ab\x01c"), "Invalid character in topic, at position 3!")
 
 
-def test_who_may_change_a_topic(org):
-    live, sam, otto, channel_id, ids = org
+def test_who_may_change_a_topic(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
     guest = live.make_user(role="guest")
     assert_success(
         live.owner.post("/users/me/subscriptions", {"subscriptions": [{"name": "lunch"}], "principals": [guest.id]})
@@ -124,16 +124,16 @@ def test_who_may_change_a_topic(org):
     assert_success(edit(guest, ids[0], topic="by guest"))
 
 
-def test_channel_administrators_may_change_topics(org):
-    live, sam, otto, _, ids = org
+def test_channel_administrators_may_change_topics(food_topic):
+    live, sam, otto, _, ids = food_topic
     channel_id = make_channel(live, "otto's", [sam.id, otto.id], creator=otto)
     message_id = send_ok(sam, channel_id, "hi", "intro")
     assert_success(edit(otto, message_id, topic="introductions"))
     assert_error(edit(otto, ids[0], topic="not here"), NO_EDIT)
 
 
-def test_resolving_topics(org):
-    live, sam, otto, channel_id, ids = org
+def test_resolving_topics(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
     live.clock.advance(10)
     assert_error(edit(otto, ids[0], topic="✔ food"), NO_RESOLVE)
     assert_success(edit(sam, ids[0], topic="✔ food", propagate_mode="change_all"))
@@ -152,14 +152,14 @@ def test_resolving_topics(org):
     assert_error(edit(otto, ids[0], topic="✔ meals"), NO_EDIT)
 
 
-def test_general_chat_cannot_be_resolved(org):
-    _, sam, _, _, ids = org
+def test_general_chat_cannot_be_resolved(food_topic):
+    _, sam, _, _, ids = food_topic
     for topic in ("✔", "✔ general chat", " ✔ "):
         assert_error(edit(sam, ids[0], topic=topic), "General chat cannot be marked as resolved")
 
 
-def test_topics_policy_and_topic_creation(org):
-    live, sam, otto, channel_id, ids = org
+def test_topics_policy_and_topic_creation(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
     set_topics_policy(live, "disable_empty_topic", channel_id)
     assert_error(edit(sam, ids[0], topic=""), NO_GENERAL_CHAT)
     set_topics_policy(live, "inherit", channel_id)
@@ -170,8 +170,8 @@ def test_topics_policy_and_topic_creation(org):
 
 
 @pytest.fixture
-def two_channels(org):
-    live, sam, otto, channel_id, ids = org
+def two_channels(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
     moderator = live.make_user(role="moderator")
     dinner = make_channel(live, "dinner", [live.owner.id, moderator.id])
     return live, sam, otto, moderator, channel_id, dinner, ids
@@ -295,8 +295,8 @@ def test_moving_needs_topic_creation_rights_in_the_target(two_channels):
     assert_success(edit(moderator, ids[0], stream_id=dinner))
 
 
-def test_topic_settings_move_with_the_whole_topic(org):
-    live, sam, otto, channel_id, ids = org
+def test_topic_settings_move_with_the_whole_topic(food_topic):
+    live, sam, otto, channel_id, ids = food_topic
 
     def set_policy(user_id, topic, policy):
         live.write(lambda tx: tx.execute(
@@ -330,8 +330,8 @@ def test_topic_settings_move_with_the_whole_topic(org):
     )
 
 
-def test_topics_match_case_insensitively_beyond_ascii(org):
-    live, sam, _, _, ids = org
+def test_topics_match_case_insensitively_beyond_ascii(food_topic):
+    live, sam, _, _, ids = food_topic
     umlauts = [
         send_ok(sam, "lunch", "a", "Über"),
         send_ok(sam, "lunch", "b", "über"),
