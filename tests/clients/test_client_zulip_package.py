@@ -31,7 +31,7 @@ def ok(response):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def bob(live, tmp_path, general):
+def bob_with_client(live, tmp_path, general):
     """A second user, subscribed to #general, with a zulip client of his own."""
     client = live.make_user(email="bob@example.com", full_name="Bob")
     assert_success(client.post("/users/me/subscriptions", {"subscriptions": [{"name": "general"}]}))
@@ -47,8 +47,8 @@ def send(client, topic="lunch", content="hello"):  # type: ignore[no-untyped-def
 # -- presence and typing ------------------------------------------------------------------------
 
 
-def test_presence_update_user_and_realm(zulip_client, live, bob):
-    _, bob_client = bob
+def test_presence_update_user_and_realm(zulip_client, live, bob_with_client):
+    _, bob_client = bob_with_client
     answer = ok(zulip_client.update_presence({"status": "active", "new_user_input": "true"}))
     assert "presences" in answer
     ok(bob_client.update_presence({"status": "idle"}))
@@ -63,8 +63,8 @@ def test_presence_update_user_and_realm(zulip_client, live, bob):
     assert realm["bob@example.com"]["aggregated"]["status"] == "idle"
 
 
-def test_typing_reaches_the_other_person(zulip_client, live, bob):
-    bob_http, _ = bob
+def test_typing_reaches_the_other_person(zulip_client, live, bob_with_client):
+    bob_http, _ = bob_with_client
     count = len(live.events())
     ok(zulip_client.set_typing_status({"op": "start", "to": [bob_http.id]}))
     typing = [(e, ids) for e, ids in live.events()[count:] if e["type"] == "typing"]
@@ -73,7 +73,7 @@ def test_typing_reaches_the_other_person(zulip_client, live, bob):
     ok(zulip_client.set_typing_status({"op": "stop", "to": [bob_http.id]}))
 
 
-def test_typing_in_a_topic(zulip_client, live, general, bob):
+def test_typing_in_a_topic(zulip_client, live, general, bob_with_client):
     request = {"type": "stream", "op": "start", "stream_id": general, "topic": "lunch"}
     ok(zulip_client.set_typing_status(request))
 
@@ -113,8 +113,8 @@ def test_alert_words(zulip_client):
     assert ok(zulip_client.get_alert_words())["alert_words"] == ["Deploy"]
 
 
-def test_alert_word_flags_a_new_message(zulip_client, live, bob):
-    _, bob_client = bob
+def test_alert_word_flags_a_new_message(zulip_client, live, bob_with_client):
+    _, bob_client = bob_with_client
     ok(zulip_client.add_alert_words(["deploy"]))
     message_id = send(bob_client, content="time to deploy")
     messages = ok(zulip_client.get_messages({"anchor": message_id, "num_before": 0, "num_after": 0}))["messages"]
@@ -170,7 +170,7 @@ def zulip_send(config_file: str, *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.run([command, "--config-file", config_file, *args], capture_output=True, text=True, timeout=60)
 
 
-def test_zulip_send_to_a_channel_and_a_person(zulip_client, live, tmp_path, bob):
+def test_zulip_send_to_a_channel_and_a_person(zulip_client, live, tmp_path, bob_with_client):
     path = str(tmp_path / "zuliprc")
     write_zuliprc(path, "owner@example.com", live.owner.api_key, live.base_url)
     to_channel = zulip_send(path, "--stream", "general", "--subject", "cli", "--message", "sent by zulip-send")

@@ -34,14 +34,14 @@ HANDLED = {
 
 
 @pytest.fixture
-def bob(live) -> Client:
+def bob_builder(live) -> Client:
     return live.make_user(email="bob@example.com", full_name="Bob Builder")
 
 
 @pytest.fixture
-def general_with_bob(live, bob) -> int:
-    channel_id = make_channel(live, "general", [live.owner.id, bob.id])
-    send_stream(bob, "general", "lunch at noon", topic="lunch")
+def general_with_bob(live, bob_builder) -> int:
+    channel_id = make_channel(live, "general", [live.owner.id, bob_builder.id])
+    send_stream(bob_builder, "general", "lunch at noon", topic="lunch")
     return channel_id
 
 
@@ -62,13 +62,13 @@ def types_of(results: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.client
-def test_new_messages_of_every_kind_are_indexed(model, live, bob):
+def test_new_messages_of_every_kind_are_indexed(model, live, bob_builder):
     content = (
         "hi @**Owner** :wave: **bold** `code` [a link](https://example.com) <time:2026-01-01T10:00:00Z>\n"
         "> quoted\n\n```spoiler Hidden\nsecret\n```\n\n```python\nprint(1)\n```"
     )
-    rich = send_stream(bob, "general", content, topic="lunch")
-    direct = send_direct(bob, [live.owner.id], "psst")
+    rich = send_stream(bob_builder, "general", content, topic="lunch")
+    direct = send_direct(bob_builder, [live.owner.id], "psst")
     results = model.poll()
     assert types_of(results) == ["message", "message"]
     messages = model.state()["messages"]
@@ -76,10 +76,10 @@ def test_new_messages_of_every_kind_are_indexed(model, live, bob):
 
 
 @pytest.mark.client
-def test_edits_and_moves_reach_its_index(model, live, bob, general_with_bob):
-    message_id = send_stream(bob, "general", "at noon", topic="lunch")
-    other = make_channel(live, "design", [live.owner.id, bob.id])
-    assert_success(bob.patch(f"/messages/{message_id}", {"content": "at one"}))
+def test_edits_and_moves_reach_its_index(model, live, bob_builder, general_with_bob):
+    message_id = send_stream(bob_builder, "general", "at noon", topic="lunch")
+    other = make_channel(live, "design", [live.owner.id, bob_builder.id])
+    assert_success(bob_builder.patch(f"/messages/{message_id}", {"content": "at one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "dinner", "propagate_mode": "change_all"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"stream_id": other, "propagate_mode": "change_one"}))
     results = model.poll()
@@ -91,10 +91,10 @@ def test_edits_and_moves_reach_its_index(model, live, bob, general_with_bob):
 
 
 @pytest.mark.client
-def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob, general_with_bob):
+def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob_builder, general_with_bob):
     # zulip-terminal has no empty_topic_name capability: the empty topic is "general chat" in every
     # event, a move's orig_subject and subject too, as in its messages (Zulip's event_queue.py).
-    message_id = send_stream(bob, "general", "in general chat", topic="")
+    message_id = send_stream(bob_builder, "general", "in general chat", topic="")
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
     results = model.poll()
@@ -105,9 +105,11 @@ def test_moves_from_and_to_the_empty_topic_name_it_general_chat(model, live, bob
 
 
 @pytest.mark.parametrize(("capabilities", "topic"), [({}, "general chat"), ({"empty_topic_name": True}, "")])
-def test_move_and_delete_events_name_the_empty_topic_by_capability(live, bob, general_with_bob, capabilities, topic):
+def test_move_and_delete_events_name_the_empty_topic_by_capability(
+    live, bob_builder, general_with_bob, capabilities, topic
+):
     queue_id = register(live.owner, client_capabilities=capabilities)["queue_id"]
-    message_id = send_stream(bob, "general", "in general chat", topic="")
+    message_id = send_stream(bob_builder, "general", "in general chat", topic="")
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "named", "propagate_mode": "change_one"}))
     assert_success(live.owner.patch(f"/messages/{message_id}", {"topic": "", "propagate_mode": "change_one"}))
     assert_success(live.owner.delete(f"/messages/{message_id}"))
@@ -136,21 +138,21 @@ def test_muted_topics_events_only_to_queues_not_asking_for_user_topic(live, gene
 
 
 @pytest.mark.client
-def test_reactions_from_others_and_from_the_user(model, live, bob, general_with_bob):
-    message_id = send_stream(bob, "general", "react to me", topic="lunch")
+def test_reactions_from_others_and_from_the_user(model, live, bob_builder, general_with_bob):
+    message_id = send_stream(bob_builder, "general", "react to me", topic="lunch")
     model.poll()
     url = f"/messages/{message_id}/reactions"
-    for client, name in ((bob, "big_smile"), (live.owner, "heart_box"), (bob, "octopus")):
+    for client, name in ((bob_builder, "big_smile"), (live.owner, "heart_box"), (bob_builder, "octopus")):
         assert_success(client.post(url, {"emoji_name": name}))
-    assert_success(bob.delete(url, {"emoji_name": "octopus"}))
+    assert_success(bob_builder.delete(url, {"emoji_name": "octopus"}))
     assert types_of(model.poll()) == ["reaction"] * 4
     reactions = model.state()["messages"][str(message_id)]["reactions"]
-    assert reactions == [["big_smile", bob.id], ["heart_box", live.owner.id]]
+    assert reactions == [["big_smile", bob_builder.id], ["heart_box", live.owner.id]]
 
 
 @pytest.mark.client
-def test_stars_and_read_flags(model, live, bob, general_with_bob):
-    first, second = (send_stream(bob, "general", text, topic="lunch") for text in ("one", "two"))
+def test_stars_and_read_flags(model, live, bob_builder, general_with_bob):
+    first, second = (send_stream(bob_builder, "general", text, topic="lunch") for text in ("one", "two"))
     model.poll()
     assert_success(live.owner.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
     assert_success(live.owner.post("/messages/flags", {"messages": [first, second], "op": "add", "flag": "read"}))
@@ -173,7 +175,7 @@ def set_property(client: Client, stream_id: int, name: str, value: Any) -> None:
 
 
 @pytest.mark.client
-def test_subscription_changes(model, live, bob, general_with_bob):
+def test_subscription_changes(model, live, bob_builder, general_with_bob):
     for name, value in (("is_muted", True), ("pin_to_top", True), ("desktop_notifications", True)):
         set_property(live.owner, general_with_bob, name, value)
     set_property(live.owner, general_with_bob, "color", "#a0b0c0")
@@ -191,21 +193,21 @@ def test_subscription_changes(model, live, bob, general_with_bob):
 
 
 @pytest.mark.client
-def test_others_joining_and_leaving_a_channel(model, live, bob, general_with_bob):
+def test_others_joining_and_leaving_a_channel(model, live, bob_builder, general_with_bob):
     carol = live.make_user(email="carol@example.com", full_name="Carol")
     assert_success(subscribe(carol, ["general"]))
-    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob.id])
+    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob_builder.id])
     model.poll()
-    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob.id, carol.id])
+    assert model.state()["subscribers"][str(general_with_bob)] == sorted([live.owner.id, bob_builder.id, carol.id])
     assert_success(unsubscribe(carol, ["general"]))
-    assert_success(unsubscribe(bob, ["general"]))
+    assert_success(unsubscribe(bob_builder, ["general"]))
     model.poll()
     assert model.state()["subscribers"][str(general_with_bob)] == [live.owner.id]
 
 
 @pytest.mark.client
-def test_joining_and_leaving_a_channel_oneself(model, live, bob):
-    random = make_channel(live, "random", [bob.id])
+def test_joining_and_leaving_a_channel_oneself(model, live, bob_builder):
+    random = make_channel(live, "random", [bob_builder.id])
     assert [r["event"]["op"] for r in model.poll()] == ["peer_add"]  # Bob joined a channel the owner may join
     assert_success(subscribe(live.owner, ["random"]))
     assert_success(unsubscribe(live.owner, ["random"]))
@@ -218,27 +220,27 @@ def test_joining_and_leaving_a_channel_oneself(model, live, bob):
 
 
 @pytest.mark.client
-def test_typing_in_a_direct_conversation(model, live, bob):
+def test_typing_in_a_direct_conversation(model, live, bob_builder):
     model.ask('narrow [["pm_with", "bob@example.com"]]')
-    assert_success(bob.post("/typing", {"op": "start", "to": [live.owner.id]}))
+    assert_success(bob_builder.post("/typing", {"op": "start", "to": [live.owner.id]}))
     assert types_of(model.poll()) == ["typing"]
     assert model.state()["typing"] == {"sender_name": "Bob Builder"}
-    assert_success(bob.post("/typing", {"op": "stop", "to": [live.owner.id]}))
+    assert_success(bob_builder.post("/typing", {"op": "stop", "to": [live.owner.id]}))
     model.poll()
     assert model.state()["typing"] == {}
 
 
 @pytest.mark.client
-def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
+def test_typing_from_someone_whose_email_is_hidden(live, bob_builder, tmp_path):
     # zulip-terminal finds the typist by the email in the event among realm_users' emails: both are
     # the same stand-in address when Bob hides his real one (EMAIL_ADDRESS_VISIBILITY_NOBODY).
-    assert_success(bob.patch("/settings", {"email_address_visibility": 4}))
-    email = assert_success(live.owner.get(f"/users/{bob.id}"))["user"]["email"]
+    assert_success(bob_builder.patch("/settings", {"email_address_visibility": 4}))
+    email = assert_success(live.owner.get(f"/users/{bob_builder.id}"))["user"]["email"]
     assert email != "bob@example.com"
     driver = Driver(live, tmp_path)
     try:
         driver.ask(f'narrow [["pm_with", "{email}"]]')
-        assert_success(bob.post("/typing", {"op": "start", "to": [live.owner.id]}))
+        assert_success(bob_builder.post("/typing", {"op": "start", "to": [live.owner.id]}))
         assert types_of(driver.poll()) == ["typing"]
         assert driver.state()["typing"] == {"sender_name": "Bob Builder"}
     finally:
@@ -246,7 +248,7 @@ def test_typing_from_someone_whose_email_is_hidden(live, bob, tmp_path):
 
 
 @pytest.mark.client
-def test_only_muted_topics_are_in_its_muted_topics(live, bob, general_with_bob, tmp_path):
+def test_only_muted_topics_are_in_its_muted_topics(live, bob_builder, general_with_bob, tmp_path):
     # POST /register's legacy muted_topics ([channel, topic, date_muted]) lists muted topics only,
     # not unmuted or followed ones, which zulip-terminal would otherwise hide.
     for topic, policy in (("noise", 1), ("lunch", 2), ("plans", 3)):
@@ -260,15 +262,15 @@ def test_only_muted_topics_are_in_its_muted_topics(live, bob, general_with_bob, 
 
 
 @pytest.mark.client
-def test_its_presence_loop_lists_who_is_active(model, live, bob):
+def test_its_presence_loop_lists_who_is_active(model, live, bob_builder):
     # Presence comes to zulip-terminal in the answer to its own POST /users/me/presence, every minute.
     # (It ages reports by its own clock, not the server's fake one: not tested here.)
     assert model.ask("presence")["statuses"]["bob@example.com"] == "inactive"  # never reported
     # Idle only well after joining: the join time stands in for a never-reported activity (Zulip).
     live.clock.advance(100)
-    assert_success(bob.post("/users/me/presence", {"status": "idle", "new_user_input": "false"}))
+    assert_success(bob_builder.post("/users/me/presence", {"status": "idle", "new_user_input": "false"}))
     assert model.ask("presence")["statuses"]["bob@example.com"] == "idle"
-    assert_success(bob.post("/users/me/presence", {"status": "active", "new_user_input": "true"}))
+    assert_success(bob_builder.post("/users/me/presence", {"status": "active", "new_user_input": "true"}))
     statuses = model.ask("presence")["statuses"]
     assert (statuses["bob@example.com"], statuses["owner@example.com"]) == ("active", "active")
 
@@ -300,13 +302,13 @@ def test_custom_emoji_added_and_removed(model, live):
 
 
 @pytest.mark.client
-def test_it_receives_only_the_event_types_it_registered_for(model, live, bob, general_with_bob):
+def test_it_receives_only_the_event_types_it_registered_for(model, live, bob_builder, general_with_bob):
     # Presence, topic visibility, user and channel changes: none of them reach its queue.
-    assert_success(bob.post("/users/me/presence", {"status": "active"}))
+    assert_success(bob_builder.post("/users/me/presence", {"status": "active"}))
     assert_success(
         live.owner.post("/user_topics", {"stream_id": general_with_bob, "topic": "lunch", "visibility_policy": 1})
     )
-    assert_success(bob.patch("/settings", {"full_name": "Robert Builder"}))
+    assert_success(bob_builder.patch("/settings", {"full_name": "Robert Builder"}))
     assert_success(live.owner.patch(f"/streams/{general_with_bob}", {"description": "lunch plans"}))
     set_property(live.owner, general_with_bob, "pin_to_top", True)
     assert types_of(model.poll()) == ["subscription"]

@@ -24,7 +24,7 @@ LIMIT = 4096
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
+def small_limits(tmp_path_factory):
     """A server whose bodies are limited to 4 KiB and whose clients get half a second for a request."""
     data_dir = os.path.join(str(tmp_path_factory.mktemp("hostile-http")), "data")
     server = LiveServer(data_dir, max_body_size=LIMIT, header_timeout=0.5, body_timeout=0.5)
@@ -72,36 +72,38 @@ def post_head(length: int, extra: str = "") -> bytes:
 # -- request bodies ------------------------------------------------------------------------------
 
 
-def test_a_declared_body_over_the_limit_gets_a_json_413_before_it_is_sent(small, caplog):
+def test_a_declared_body_over_the_limit_gets_a_json_413_before_it_is_sent(small_limits, caplog):
     # The answer comes from the head alone: the server never reads (or holds) the body.
     caplog.set_level(logging.INFO, logger="tornchat.access")
-    raw = exchange(small, post_head(LIMIT + 1))
+    raw = exchange(small_limits, post_head(LIMIT + 1))
     assert_refused(raw, 413, "Request body is too large (limit: 4096 bytes)")
     assert "POST /api/v1/fetch_api_key 413 refused" in caplog.messages
 
 
-def test_a_client_expecting_100_continue_is_refused_instead(small):
-    raw = exchange(small, post_head(10**9, "Expect: 100-continue\r\n"))
+def test_a_client_expecting_100_continue_is_refused_instead(small_limits):
+    raw = exchange(small_limits, post_head(10**9, "Expect: 100-continue\r\n"))
     assert b"100 Continue" not in raw
     assert_refused(raw, 413, "Request body is too large (limit: 4096 bytes)")
 
 
-def test_a_body_over_the_limit_sent_whole(small):
-    response = requests.post(small.base_url + "/api/v1/fetch_api_key", data={"username": "a@b.c", "pad": "x" * LIMIT})
+def test_a_body_over_the_limit_sent_whole(small_limits):
+    response = requests.post(
+        small_limits.base_url + "/api/v1/fetch_api_key", data={"username": "a@b.c", "pad": "x" * LIMIT}
+    )
     assert_error(response, "Request body is too large (limit: 4096 bytes)", status=413)
 
 
-def test_a_body_within_the_limit_is_served(small):
+def test_a_body_within_the_limit_is_served(small_limits):
     body = {"username": "nobody@example.com", "password": "x", "pad": "p" * (LIMIT - 100)}
-    response = requests.post(small.base_url + "/api/v1/fetch_api_key", data=body)
+    response = requests.post(small_limits.base_url + "/api/v1/fetch_api_key", data=body)
     assert_error(response, "Your username or password is incorrect", "AUTHENTICATION_FAILED", 401)
 
 
-def test_a_chunked_body_over_the_limit_is_cut_off(small):
+def test_a_chunked_body_over_the_limit_is_cut_off(small_limits):
     # No length is declared, so Tornado counts while reading and closes with a bare 400.
     chunk = b"%x\r\n%s\r\n" % (LIMIT, b"a" * LIMIT)
     head = b"POST /api/v1/fetch_api_key HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    raw = exchange(small, head + chunk * 2 + b"0\r\n\r\n")
+    raw = exchange(small_limits, head + chunk * 2 + b"0\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 400 Bad Request\r\n")
 
 
@@ -118,14 +120,14 @@ def get_head(path: str, headers: str = "") -> bytes:
     return f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode()
 
 
-def test_a_long_url_gets_a_json_414(small):
-    raw = exchange(small, get_head("/api/v1/server_settings?x=" + "a" * MAX_URL_LENGTH))
+def test_a_long_url_gets_a_json_414(small_limits):
+    raw = exchange(small_limits, get_head("/api/v1/server_settings?x=" + "a" * MAX_URL_LENGTH))
     assert_refused(raw, 414, "Request URL is too long (limit: 65536 bytes)")
 
 
-def test_a_url_within_the_limit_is_served(small):
+def test_a_url_within_the_limit_is_served(small_limits):
     query = "a" * (MAX_URL_LENGTH - 100)
-    body = assert_success(requests.get(small.base_url + "/api/v1/server_settings?x=" + query))
+    body = assert_success(requests.get(small_limits.base_url + "/api/v1/server_settings?x=" + query))
     assert body["ignored_parameters_unsupported"] == ["x"]
 
 
@@ -138,60 +140,62 @@ def test_a_url_within_the_limit_is_served(small):
         ("", "Missing Host header"),
     ],
 )
-def test_a_bad_host_header_gets_a_json_400(small, host_lines, msg):
+def test_a_bad_host_header_gets_a_json_400(small_limits, host_lines, msg):
     # Tornado refuses these itself with a bare "400 Bad Request"; the edge answers in the envelope.
-    raw = exchange(small, f"GET /api/v1/server_settings HTTP/1.1\r\n{host_lines}\r\n".encode())
+    raw = exchange(small_limits, f"GET /api/v1/server_settings HTTP/1.1\r\n{host_lines}\r\n".encode())
     assert_refused(raw, 400, msg)
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1:9991", "[::1]:8080", "chat.example.com:", "xn--bcher-kva.de"])
-def test_good_host_headers_are_served(small, host):
-    raw = exchange(small, f"GET /api/v1/server_settings HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+def test_good_host_headers_are_served(small_limits, host):
+    raw = exchange(
+        small_limits, f"GET /api/v1/server_settings HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+    )
     assert raw.startswith(b"HTTP/1.1 200 ")
 
 
-def test_large_headers_get_a_json_431(small):
-    raw = exchange(small, get_head("/api/v1/server_settings", f"X-Big: {'a' * MAX_HEADER_FIELDS_SIZE}\r\n"))
+def test_large_headers_get_a_json_431(small_limits):
+    raw = exchange(small_limits, get_head("/api/v1/server_settings", f"X-Big: {'a' * MAX_HEADER_FIELDS_SIZE}\r\n"))
     assert_refused(raw, 431, "Request headers are too large (limit: 65536 bytes)")
     many = "".join(f"X-Header-{n}: {'b' * 100}\r\n" for n in range(MAX_HEADER_FIELDS_SIZE // 100))
-    assert_refused(exchange(small, get_head("/api/v1/server_settings", many)), 431,
+    assert_refused(exchange(small_limits, get_head("/api/v1/server_settings", many)), 431,
                    "Request headers are too large (limit: 65536 bytes)")  # fmt: skip
 
 
-def test_a_head_beyond_what_tornado_reads_is_dropped(small):
+def test_a_head_beyond_what_tornado_reads_is_dropped(small_limits):
     # Tornado stops reading at HEADER_READ_LIMIT bytes: no answer can be parsed from such a head.
-    assert exchange(small, get_head("/api/v1/server_settings", f"X-Big: {'a' * HEADER_READ_LIMIT}\r\n")) == b""
+    assert exchange(small_limits, get_head("/api/v1/server_settings", f"X-Big: {'a' * HEADER_READ_LIMIT}\r\n")) == b""
 
 
 # -- timeouts ---------------------------------------------------------------------------------------
 
 
-def test_a_client_stalling_in_its_headers_is_disconnected(small):
-    assert exchange(small, b"GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n") == b""
+def test_a_client_stalling_in_its_headers_is_disconnected(small_limits):
+    assert exchange(small_limits, b"GET /api/v1/server_settings HTTP/1.1\r\nHost: x\r\n") == b""
 
 
-def test_a_client_stalling_in_its_body_is_disconnected(small):
-    assert exchange(small, post_head(100) + b"username=a") == b""
+def test_a_client_stalling_in_its_body_is_disconnected(small_limits):
+    assert exchange(small_limits, post_head(100) + b"username=a") == b""
 
 
-def test_a_connection_that_never_sends_is_closed(small):
-    assert exchange(small, b"") == b""  # closed by the server well before the exchange's 10 s
+def test_a_connection_that_never_sends_is_closed(small_limits):
+    assert exchange(small_limits, b"") == b""  # closed by the server well before the exchange's 10 s
 
 
-def test_a_long_poll_outlasting_the_header_timeout_is_answered(small):
+def test_a_long_poll_outlasting_the_header_timeout_is_answered(small_limits):
     """The header timeout counts only while a head is awaited: a parked poll is not cut at 0.5 s."""
-    queue_id = register(small.owner)["queue_id"]
-    waiting = Poll(small.owner, queue_id)
-    wait_until_parked(small, queue_id)
+    queue_id = register(small_limits.owner)["queue_id"]
+    waiting = Poll(small_limits.owner, queue_id)
+    wait_until_parked(small_limits, queue_id)
     time.sleep(1.5)  # three header timeouts
     assert not waiting.done()
-    message_id = send_direct(small.owner, [small.owner.id], "after a long wait")
+    message_id = send_direct(small_limits.owner, [small_limits.owner.id], "after a long wait")
     events = assert_success(waiting.result())["events"]
     assert [(e["type"], e["message"]["id"]) for e in events] == [("message", message_id)]
 
 
-def test_an_idle_keep_alive_connection_is_closed(small):
-    raw = exchange(small, get_head("/api/v1/server_settings"))
+def test_an_idle_keep_alive_connection_is_closed(small_limits):
+    raw = exchange(small_limits, get_head("/api/v1/server_settings"))
     code, headers, _ = parse(raw[: raw.index(b"\r\n\r\n") + 4] + b"{}")
     assert code == 200 and headers.get("Connection") != "close"  # answered, kept alive, then closed
 

@@ -20,7 +20,7 @@ from tornchat.settings import Settings
 
 
 @pytest.fixture
-def setup(tmp_path):  # type: ignore[no-untyped-def]
+def rows_db(tmp_path):  # type: ignore[no-untyped-def]
     """A database with three users and a channel; yields (db, user ids, the channel's recipient id)."""
     settings = Settings(data_dir=str(tmp_path), site="http://127.0.0.1:9991", email_host="rows.example")
     owner = bootstrap(settings, "owner@rows.example", "a long test password")
@@ -51,8 +51,8 @@ def rows_of(db: Database, message_id: int) -> list[tuple[int, int]]:
     return [tuple(row) for row in db.conn.execute(query, (message_id,))]
 
 
-def test_rows_are_stored_by_the_commit_of_a_single_write(setup):
-    db, user_ids, recipient_id = setup
+def test_rows_are_stored_by_the_commit_of_a_single_write(rows_db):
+    db, user_ids, recipient_id = rows_db
 
     def send(tx: Tx) -> int:
         message_id = new_message(tx, user_ids[0], recipient_id)
@@ -64,8 +64,8 @@ def test_rows_are_stored_by_the_commit_of_a_single_write(setup):
     assert rows_of(db, message_id) == [(u, 2 - n) for n, u in enumerate(user_ids)]
 
 
-def test_a_statement_naming_user_messages_sees_the_deferred_rows(setup):
-    db, user_ids, recipient_id = setup
+def test_a_statement_naming_user_messages_sees_the_deferred_rows(rows_db):
+    db, user_ids, recipient_id = rows_db
 
     def send_then_read(tx: Tx) -> tuple[int, int]:
         message_id = new_message(tx, user_ids[0], recipient_id)
@@ -79,8 +79,8 @@ def test_a_statement_naming_user_messages_sees_the_deferred_rows(setup):
     assert rows_of(db, message_id) == [(user_ids[0], 0), (user_ids[1], 8), (user_ids[2], 0)]
 
 
-def test_a_batch_inserts_every_calls_rows(setup):
-    db, user_ids, recipient_id = setup
+def test_a_batch_inserts_every_calls_rows(rows_db):
+    db, user_ids, recipient_id = rows_db
 
     def send(tx: Tx, sender_id: int) -> int:
         message_id = new_message(tx, sender_id, recipient_id)
@@ -93,9 +93,9 @@ def test_a_batch_inserts_every_calls_rows(setup):
         assert rows_of(db, message_id) == [(u, int(u == sender)) for u in user_ids]
 
 
-def test_a_call_failing_after_deferring_rows_leaves_none_of_them(setup):
+def test_a_call_failing_after_deferring_rows_leaves_none_of_them(rows_db):
     """Deferring rows counts as writing: the batch runs again without the failed call."""
-    db, user_ids, recipient_id = setup
+    db, user_ids, recipient_id = rows_db
     first: list[int] = []
 
     def send(tx: Tx) -> int:
@@ -114,8 +114,8 @@ def test_a_call_failing_after_deferring_rows_leaves_none_of_them(setup):
     assert rows_of(db, first[-1]) == [(u, 0) for u in user_ids]
 
 
-def test_rows_are_inserted_in_primary_key_order(setup, monkeypatch):
-    db, user_ids, recipient_id = setup
+def test_rows_are_inserted_in_primary_key_order(rows_db, monkeypatch):
+    db, user_ids, recipient_id = rows_db
     inserted: list[tuple[int, int, int]] = []
     original = Connection.executemany
 
@@ -138,8 +138,8 @@ def test_rows_are_inserted_in_primary_key_order(setup, monkeypatch):
     assert all(rows_of(db, m) == [(u, 0) for u in user_ids] for m in ids)
 
 
-def test_no_rows_left_behind_by_a_rolled_back_write(setup):
-    db, user_ids, recipient_id = setup
+def test_no_rows_left_behind_by_a_rolled_back_write(rows_db):
+    db, user_ids, recipient_id = rows_db
 
     def send_then_fail(tx: Tx) -> None:
         message_id = new_message(tx, user_ids[0], recipient_id)

@@ -23,7 +23,7 @@ PAGE_FRAMES = 50  # the serving connection's automatic checkpoint in these tests
 
 
 @pytest.fixture
-def db(tmp_path):  # type: ignore[no-untyped-def]
+def wal_db(tmp_path):  # type: ignore[no-untyped-def]
     database = Database(os.path.join(str(tmp_path), "db.sqlite3"))
     database.conn.execute(f"PRAGMA wal_autocheckpoint = {PAGE_FRAMES}")
     database.conn.execute("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
@@ -31,8 +31,8 @@ def db(tmp_path):  # type: ignore[no-untyped-def]
     database.close()
 
 
-def wal_bytes(db: Database) -> int:
-    path = db.path + "-wal"
+def wal_bytes(wal_db: Database) -> int:
+    path = wal_db.path + "-wal"
     return os.path.getsize(path) if os.path.exists(path) else 0
 
 
@@ -41,73 +41,73 @@ def write_pages(tx: Tx, pages: int) -> None:
     tx.executemany("INSERT INTO blobs (body) VALUES (zeroblob(3072))", [()] * pages)
 
 
-def frame_bytes(db: Database, frames: int) -> int:
-    page_size = db.conn.execute("PRAGMA page_size").fetchone()[0]
+def frame_bytes(wal_db: Database, frames: int) -> int:
+    page_size = wal_db.conn.execute("PRAGMA page_size").fetchone()[0]
     return 32 + frames * (24 + page_size)
 
 
-def test_the_wal_stays_bounded_under_sustained_writes(db):
-    db.start_checkpointer()
+def test_the_wal_stays_bounded_under_sustained_writes(wal_db):
+    wal_db.start_checkpointer()
     largest, batches = 0, 1000
     for _ in range(batches):
-        db.write_batch([(write_pages, (5,), {}), (write_pages, (5,), {})])
-        largest = max(largest, wal_bytes(db))
+        wal_db.write_batch([(write_pages, (5,), {}), (write_pages, (5,), {})])
+        largest = max(largest, wal_bytes(wal_db))
     # Without checkpoints the WAL would hold every page written (10,000); it restarts after each full
     # copy, so it stays near the automatic checkpoint's bound (plus what commits while the thread copies).
-    assert largest <= frame_bytes(db, batches * 10) / 4
-    assert db.checkpointer is not None
-    wait_for(lambda: db.checkpointer.checkpoints > 0, "the checkpointer ran")
-    assert db.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == batches * 10
+    assert largest <= frame_bytes(wal_db, batches * 10) / 4
+    assert wal_db.checkpointer is not None
+    wait_for(lambda: wal_db.checkpointer.checkpoints > 0, "the checkpointer ran")
+    assert wal_db.conn.execute("SELECT count(*) FROM blobs").fetchone()[0] == batches * 10
 
 
-def test_checkpoints_run_on_the_thread_not_after_each_commit(db):
+def test_checkpoints_run_on_the_thread_not_after_each_commit(wal_db):
     """Each commit wakes the thread; its checkpoint copies the WAL into the database."""
-    db.conn.execute("PRAGMA wal_autocheckpoint = 0")  # the serving connection never copies
-    db.start_checkpointer()
-    assert db.checkpointer is not None
-    db.write(write_pages, 20)
-    wait_for(lambda: db.checkpointer.frames >= 20, "a checkpoint after the commit")
+    wal_db.conn.execute("PRAGMA wal_autocheckpoint = 0")  # the serving connection never copies
+    wal_db.start_checkpointer()
+    assert wal_db.checkpointer is not None
+    wal_db.write(write_pages, 20)
+    wait_for(lambda: wal_db.checkpointer.frames >= 20, "a checkpoint after the commit")
     # Everything copied: the next write starts the WAL from its beginning (it does not grow).
-    size = wal_bytes(db)
-    db.write(write_pages, 5)
-    assert wal_bytes(db) == size
+    size = wal_bytes(wal_db)
+    wal_db.write(write_pages, 5)
+    assert wal_bytes(wal_db) == size
 
 
-def test_the_wal_is_truncated_when_writes_stop(db, monkeypatch):
+def test_the_wal_is_truncated_when_writes_stop(wal_db, monkeypatch):
     monkeypatch.setattr(checkpoint, "TRUNCATE_BYTES", 0)
-    db.checkpointer = checkpoint.Checkpointer(db.path, idle_seconds=0.05)
-    db.write(write_pages, 20)
-    assert wal_bytes(db) > 0
-    wait_for(lambda: wal_bytes(db) == 0, "the WAL truncated once idle")
-    assert db.read(lambda tx: tx.value("SELECT count(*) FROM blobs")) == 20
+    wal_db.checkpointer = checkpoint.Checkpointer(wal_db.path, idle_seconds=0.05)
+    wal_db.write(write_pages, 20)
+    assert wal_bytes(wal_db) > 0
+    wait_for(lambda: wal_bytes(wal_db) == 0, "the WAL truncated once idle")
+    assert wal_db.read(lambda tx: tx.value("SELECT count(*) FROM blobs")) == 20
 
 
-def test_close_stops_the_thread_and_removes_the_wal(db):
-    db.start_checkpointer()
-    checkpointer = db.checkpointer
+def test_close_stops_the_thread_and_removes_the_wal(wal_db):
+    wal_db.start_checkpointer()
+    checkpointer = wal_db.checkpointer
     assert checkpointer is not None
-    db.write(write_pages, 10)
-    db.close()
+    wal_db.write(write_pages, 10)
+    wal_db.close()
     assert not checkpointer._thread.is_alive()
-    assert not os.path.exists(db.path + "-wal")
-    again = Database(db.path)
+    assert not os.path.exists(wal_db.path + "-wal")
+    again = Database(wal_db.path)
     assert again.read(lambda tx: tx.value("SELECT count(*) FROM blobs")) == 10
     again.close()
 
 
-def test_when_copied_answers_once_the_whole_wal_is_copied(db):
+def test_when_copied_answers_once_the_whole_wal_is_copied(wal_db):
     """The group commit waits for this before its next batch: that batch starts the WAL afresh."""
-    db.conn.execute("PRAGMA wal_autocheckpoint = 0")
-    db.start_checkpointer()
-    assert db.checkpointer is not None
-    db.write(write_pages, 30)
-    size = wal_bytes(db)
+    wal_db.conn.execute("PRAGMA wal_autocheckpoint = 0")
+    wal_db.start_checkpointer()
+    assert wal_db.checkpointer is not None
+    wal_db.write(write_pages, 30)
+    size = wal_bytes(wal_db)
     answered = threading.Event()
-    db.checkpointer.when_copied(answered.set)
+    wal_db.checkpointer.when_copied(answered.set)
     wait_for(answered.is_set, "the checkpointer answered")
-    assert not db.checkpointer.restart_due
-    db.write(write_pages, 5)
-    assert wal_bytes(db) == size  # written from the beginning of the WAL, not appended
+    assert not wal_db.checkpointer.restart_due
+    wal_db.write(write_pages, 5)
+    assert wal_bytes(wal_db) == size  # written from the beginning of the WAL, not appended
 
 
 class Loop:
@@ -124,12 +124,15 @@ class Loop:
 
 
 @pytest.mark.parametrize("answer", ["copied", "timeout"])
-def test_a_batch_waits_for_the_copy_of_a_large_wal(db, monkeypatch, answer):
+def test_a_batch_waits_for_the_copy_of_a_large_wal(wal_db, monkeypatch, answer):
     monkeypatch.setattr(checkpoint, "RESTART_FRAMES", 0)  # every WAL counts as large
-    db.start_checkpointer()
+    wal_db.start_checkpointer()
     loop = Loop()
     batcher = WriteBatcher(
-        db, loop.soon.append, lambda delay, fn: loop.later.append((delay, fn)), wait_for_copy=loop.copy_waiters.append
+        wal_db,
+        loop.soon.append,
+        lambda delay, fn: loop.later.append((delay, fn)),
+        wait_for_copy=loop.copy_waiters.append,
     )
     done: list[tuple[BaseException | None, object]] = []
     batcher.submit(lambda error, result: done.append((error, result)), write_pages, 3)
@@ -146,4 +149,4 @@ def test_a_batch_waits_for_the_copy_of_a_large_wal(db, monkeypatch, answer):
     assert done == [(None, None), (None, None)] and batcher.batches == 1
     second()  # the other end of the wait finds nothing to do
     assert batcher.batches == 1
-    assert db.read(lambda tx: tx.value("SELECT count(*) FROM blobs")) == 5
+    assert wal_db.read(lambda tx: tx.value("SELECT count(*) FROM blobs")) == 5

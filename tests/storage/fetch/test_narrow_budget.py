@@ -91,7 +91,7 @@ def test_a_range_every_row_of_which_matches_runs_without_the_budget(live):
 
 
 @pytest.fixture
-def db(tmp_path):
+def budget_db(tmp_path):
     database = Database(os.path.join(str(tmp_path), "budget.sqlite3"))
     yield database
     database.close()
@@ -103,9 +103,9 @@ def fake_cpu_clock(step):
     return lambda: next(ticks) * step
 
 
-def test_the_budget_is_shared_by_the_queries_of_one_transaction(db):
-    db.cpu_clock = fake_cpu_clock(0.1)
-    db.query_budget = 0.45
+def test_the_budget_is_shared_by_the_queries_of_one_transaction(budget_db):
+    budget_db.cpu_clock = fake_cpu_clock(0.1)
+    budget_db.query_budget = 0.45
 
     def two_queries(tx):
         first = tx.bounded("SELECT 1")  # looks at the clock twice: 0.1 s spent
@@ -117,15 +117,15 @@ def test_the_budget_is_shared_by_the_queries_of_one_transaction(db):
             tx.bounded(LONG_QUERY)
         return first[0][0], tx.one("SELECT count(*) FROM users")[0]
 
-    assert db.read(two_queries) == (1, 0)
+    assert budget_db.read(two_queries) == (1, 0)
     # Every transaction starts with the whole budget; None lifts it.
-    assert db.read(lambda tx: tx.budget) == 0.45
-    db.query_budget = None
-    assert db.read(lambda tx: tx.bounded(LONG_QUERY)[0][0]) == 200000
+    assert budget_db.read(lambda tx: tx.budget) == 0.45
+    budget_db.query_budget = None
+    assert budget_db.read(lambda tx: tx.bounded(LONG_QUERY)[0][0]) == 200000
 
 
-def test_a_stopped_query_leaves_the_write_transaction_whole(db):
-    db.query_budget = 0
+def test_a_stopped_query_leaves_the_write_transaction_whole(budget_db):
+    budget_db.query_budget = 0
 
     def write_then_stop(tx):
         tx.execute("INSERT INTO realm_emoji (name) VALUES ('kept')")
@@ -134,13 +134,13 @@ def test_a_stopped_query_leaves_the_write_transaction_whole(db):
         assert tx.conn.in_transaction
         tx.execute("INSERT INTO realm_emoji (name) VALUES ('also kept')")
 
-    db.write(write_then_stop)
-    assert db.read(lambda tx: tx.column("SELECT name FROM realm_emoji ORDER BY id")) == ["kept", "also kept"]
+    budget_db.write(write_then_stop)
+    assert budget_db.read(lambda tx: tx.column("SELECT name FROM realm_emoji ORDER BY id")) == ["kept", "also kept"]
 
     def fail(tx):
         tx.execute("INSERT INTO realm_emoji (name) VALUES ('rolled back')")
         tx.bounded(LONG_QUERY)
 
     with pytest.raises(QueryBudgetExceeded):
-        db.write(fail)
-    assert db.read(lambda tx: tx.value("SELECT count(*) FROM realm_emoji")) == 2
+        budget_db.write(fail)
+    assert budget_db.read(lambda tx: tx.value("SELECT count(*) FROM realm_emoji")) == 2

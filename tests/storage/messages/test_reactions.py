@@ -53,7 +53,7 @@ def custom_emoji(live, name, deactivated=False):
 
 
 @pytest.fixture
-def setup(live):
+def member_and_message(live):
     """A public channel "general" with the owner and a member subscribed, and one message in it."""
     member = live.make_user(full_name="Member")
     make_channel(live, "general", [live.owner.id, member.id])
@@ -81,8 +81,8 @@ def test_emoji_tables():
 # -- adding -------------------------------------------------------------------------------------
 
 
-def test_add_by_name_shows_in_messages_with_user(live, setup):
-    member, message_id = setup
+def test_add_by_name_shows_in_messages_with_user(live, member_and_message):
+    member, message_id = member_and_message
     before = len(live.events())
     body = assert_success(react(member, message_id, emoji_name="octopus"))
     assert "ignored_parameters_unsupported" not in body
@@ -99,8 +99,8 @@ def test_add_by_name_shows_in_messages_with_user(live, setup):
     assert user_ids == sorted([live.owner.id, member.id])
 
 
-def test_hidden_email_is_the_dummy_address(live, setup):
-    member, message_id = setup
+def test_hidden_email_is_the_dummy_address(live, member_and_message):
+    member, message_id = member_and_message
     set_visibility(live, member.id, NOBODY)
     before = len(live.events())
     assert_success(react(member, message_id, emoji_name="octopus"))
@@ -109,8 +109,8 @@ def test_hidden_email_is_the_dummy_address(live, setup):
     assert reactions_of(live.owner, message_id)[0]["user"]["email"] == dummy(member.id)
 
 
-def test_reactions_oldest_first_and_votes_reuse_the_name(live, setup):
-    member, message_id = setup
+def test_reactions_oldest_first_and_votes_reuse_the_name(live, member_and_message):
+    member, message_id = member_and_message
     third = live.make_user()
     assert_success(react(member, message_id, emoji_name="+1"))
     assert_success(react(live.owner, message_id, emoji_name="heart"))
@@ -124,8 +124,8 @@ def test_reactions_oldest_first_and_votes_reuse_the_name(live, setup):
     ]
 
 
-def test_vote_with_code_skips_the_name_check(live, setup):
-    member, message_id = setup
+def test_vote_with_code_skips_the_name_check(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="thumbs_up"))
     before = len(live.events())
     assert_success(
@@ -135,16 +135,16 @@ def test_vote_with_code_skips_the_name_check(live, setup):
     assert event["emoji_name"] == "thumbs_up"
 
 
-def test_add_with_code_and_type(live, setup):
-    _, message_id = setup
+def test_add_with_code_and_type(live, member_and_message):
+    _, message_id = member_and_message
     assert_success(react(live.owner, message_id, emoji_name="tada", emoji_code="1f389", reaction_type="unicode_emoji"))
     # A code without a type is a Unicode emoji code.
     assert_success(react(live.owner, message_id, emoji_name="joy", emoji_code="1f602"))
     assert [r["emoji_code"] for r in reactions_of(live.owner, message_id)] == ["1f389", "1f602"]
 
 
-def test_reaction_already_exists(live, setup):
-    member, message_id = setup
+def test_reaction_already_exists(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="thumbs_up"))
     assert_error(react(member, message_id, emoji_name="+1"), "Reaction already exists.", "REACTION_ALREADY_EXISTS")
     assert_success(react(member, message_id, emoji_name="thumbs_down"))
@@ -165,29 +165,29 @@ def test_reaction_already_exists(live, setup):
         ({"emoji_name": "x", "emoji_code": "abc", "reaction_type": "realm_emoji"}, "Invalid custom emoji."),
     ],
 )
-def test_add_errors(live, setup, params, msg):
-    member, message_id = setup
+def test_add_errors(live, member_and_message, params, msg):
+    member, message_id = member_and_message
     before = len(live.events())
     assert_error(react(member, message_id, **params), msg)
     assert reactions_of(member, message_id) == []
     assert reaction_events(live, before) == []
 
 
-def test_add_requires_emoji_name(live, setup):
-    _, message_id = setup
+def test_add_requires_emoji_name(live, member_and_message):
+    _, message_id = member_and_message
     response = react(live.owner, message_id, emoji_code="1f419")
     body = assert_error(response, "Missing 'emoji_name' argument", "REQUEST_VARIABLE_MISSING")
     assert body["var_name"] == "emoji_name"
 
 
-def test_add_to_unknown_message(live, setup):
-    _, message_id = setup
+def test_add_to_unknown_message(live, member_and_message):
+    _, message_id = member_and_message
     for bad in (message_id + 100, 0, 999_999_999_999_999_999):
         assert_error(react(live.owner, bad, emoji_name="octopus"), INVALID_MESSAGE)
 
 
-def test_extra_emoji(live, setup):
-    member, message_id = setup
+def test_extra_emoji(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="zulip"))
     # The spec's spelling of the type is accepted; the stored and sent one is zulip_extra_emoji.
     before = len(live.events())
@@ -206,8 +206,8 @@ def test_extra_emoji(live, setup):
 # -- custom emoji -------------------------------------------------------------------------------
 
 
-def test_custom_emoji_by_name_and_code(live, setup):
-    member, message_id = setup
+def test_custom_emoji_by_name_and_code(live, member_and_message):
+    member, message_id = member_and_message
     party = custom_emoji(live, "party_parrot")
     assert_success(react(member, message_id, emoji_name="party_parrot"))
     assert_success(
@@ -219,16 +219,16 @@ def test_custom_emoji_by_name_and_code(live, setup):
     ] * 2
 
 
-def test_custom_emoji_shadows_unicode_name(live, setup):
-    _, message_id = setup
+def test_custom_emoji_shadows_unicode_name(live, member_and_message):
+    _, message_id = member_and_message
     octopus = custom_emoji(live, "octopus")
     assert_success(react(live.owner, message_id, emoji_name="octopus"))
     [reaction] = reactions_of(live.owner, message_id)
     assert (reaction["emoji_code"], reaction["reaction_type"]) == (str(octopus), "realm_emoji")
 
 
-def test_custom_emoji_errors(live, setup):
-    member, message_id = setup
+def test_custom_emoji_errors(live, member_and_message):
+    member, message_id = member_and_message
     party = custom_emoji(live, "party_parrot")
     gone = custom_emoji(live, "old_logo", deactivated=True)
     wrong_name = react(member, message_id, emoji_name="parrot", emoji_code=str(party), reaction_type="realm_emoji")
@@ -239,8 +239,8 @@ def test_custom_emoji_errors(live, setup):
     assert_error(react(member, message_id, emoji_name="old_logo"), "Emoji 'old_logo' does not exist")
 
 
-def test_deactivated_custom_emoji_reaction_can_be_removed(live, setup):
-    member, message_id = setup
+def test_deactivated_custom_emoji_reaction_can_be_removed(live, member_and_message):
+    member, message_id = member_and_message
     logo = custom_emoji(live, "logo")
     assert_success(react(member, message_id, emoji_name="logo"))
     live.write(lambda tx: tx.execute("UPDATE realm_emoji SET deactivated = 1 WHERE id = ?", (logo,)))
@@ -251,8 +251,8 @@ def test_deactivated_custom_emoji_reaction_can_be_removed(live, setup):
 # -- who may react --------------------------------------------------------------------------------
 
 
-def test_reacting_to_history_creates_historical_row(live, setup):
-    member, message_id = setup
+def test_reacting_to_history_creates_historical_row(live, member_and_message):
+    member, message_id = member_and_message
     outsider = live.make_user(full_name="Outsider")  # not subscribed to the public channel
     assert user_message_flags(live, outsider.id, message_id) is None
     before = len(live.events())
@@ -270,8 +270,8 @@ def test_reacting_to_history_creates_historical_row(live, setup):
     assert outsider.id in user_ids
 
 
-def test_audience_is_users_with_rows_only(live, setup):
-    member, message_id = setup
+def test_audience_is_users_with_rows_only(live, member_and_message):
+    member, message_id = member_and_message
     bystander = live.make_user()
     before = len(live.events())
     assert_success(react(member, message_id, emoji_name="octopus"))
@@ -299,14 +299,14 @@ def test_protected_history_needs_a_row(live):
     assert_error(react(late, message_id, emoji_name="octopus"), INVALID_MESSAGE)
 
 
-def test_guest_cannot_react_to_unsubscribed_channel(live, setup):
-    _, message_id = setup
+def test_guest_cannot_react_to_unsubscribed_channel(live, member_and_message):
+    _, message_id = member_and_message
     guest = live.make_user(role="guest")
     assert_error(react(guest, message_id, emoji_name="octopus"), INVALID_MESSAGE)
 
 
-def test_archived_channel_messages_are_invalid(live, setup):
-    member, message_id = setup
+def test_archived_channel_messages_are_invalid(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="octopus"))
     archive(live, live.read(lambda tx: tx.value("SELECT channel_id FROM messages WHERE id = ?", (message_id,))))
     assert_error(react(member, message_id, emoji_name="heart"), INVALID_MESSAGE)
@@ -328,8 +328,8 @@ def test_direct_messages(live):
 # -- removing -------------------------------------------------------------------------------------
 
 
-def test_remove_by_name_and_event(live, setup):
-    member, message_id = setup
+def test_remove_by_name_and_event(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="+1"))
     assert_success(react(live.owner, message_id, emoji_name="+1"))
     before = len(live.events())
@@ -350,8 +350,8 @@ def test_remove_by_name_and_event(live, setup):
     assert [r["user_id"] for r in reactions_of(live.owner, message_id)] == [live.owner.id]
 
 
-def test_remove_by_code(live, setup):
-    member, message_id = setup
+def test_remove_by_code(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(member, message_id, emoji_name="octopus"))
     assert_success(unreact(member, message_id, emoji_code="1f419"))
     assert_success(react(member, message_id, emoji_name="octopus"))
@@ -359,16 +359,16 @@ def test_remove_by_code(live, setup):
     assert reactions_of(member, message_id) == []
 
 
-def test_remove_custom_emoji_by_name(live, setup):
-    member, message_id = setup
+def test_remove_custom_emoji_by_name(live, member_and_message):
+    member, message_id = member_and_message
     custom_emoji(live, "party_parrot")
     assert_success(react(member, message_id, emoji_name="party_parrot"))
     assert_success(unreact(member, message_id, emoji_name="party_parrot"))
     assert reactions_of(member, message_id) == []
 
 
-def test_remove_errors(live, setup):
-    member, message_id = setup
+def test_remove_errors(live, member_and_message):
+    member, message_id = member_and_message
     assert_success(react(live.owner, message_id, emoji_name="octopus"))
     before = len(live.events())
     neither = "At least one of the following arguments must be present: emoji_name, emoji_code"
@@ -394,8 +394,8 @@ def test_remove_errors(live, setup):
 # -- the official client ----------------------------------------------------------------------------
 
 
-def test_zulip_client_add_and_remove(zulip_client, live, setup):
-    _, message_id = setup
+def test_zulip_client_add_and_remove(zulip_client, live, member_and_message):
+    _, message_id = member_and_message
     added = zulip_client.add_reaction({"message_id": message_id, "emoji_name": "octopus"})
     assert added["result"] == "success", added
     full = {"message_id": message_id, "emoji_name": "joy", "emoji_code": "1f602", "reaction_type": "unicode_emoji"}

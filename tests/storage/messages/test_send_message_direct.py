@@ -11,7 +11,7 @@ MIXED = "Recipient lists may contain emails or user IDs, but not both."
 
 
 @pytest.fixture
-def people(live):
+def alice_and_bob(live):
     """Two members with known emails."""
     alice = live.make_user(email="alice@example.com", full_name="Alice")
     bob = live.make_user(email="bob@example.com", full_name="Bob")
@@ -22,16 +22,16 @@ def receivers(live, message_id):
     return sorted(stored_flags(live, message_id))
 
 
-def test_one_to_one_by_ids(live, people):
-    alice, _ = people
+def test_one_to_one_by_ids(live, alice_and_bob):
+    alice, _ = alice_and_bob
     message_id = send_direct_ok(live.owner, [alice.id], "hi alice")
     row = stored(live, message_id)
     assert (row["channel_id"], row["topic"], row["content"]) == (None, "", "hi alice")
     assert receivers(live, message_id) == [live.owner.id, alice.id]
 
 
-def test_by_emails_json_list(live, people):
-    alice, bob = people
+def test_by_emails_json_list(live, alice_and_bob):
+    alice, bob = alice_and_bob
     message_id = send_direct_ok(live.owner, ["alice@example.com", "bob@example.com"])
     assert receivers(live, message_id) == [live.owner.id, alice.id, bob.id]
 
@@ -39,26 +39,26 @@ def test_by_emails_json_list(live, people):
 @pytest.mark.parametrize(
     "to", ["alice@example.com", "alice@example.com,bob@example.com", " ALICE@example.com , bob@example.com,"]
 )
-def test_by_comma_separated_emails(live, people, to):
-    alice, bob = people
+def test_by_comma_separated_emails(live, alice_and_bob, to):
+    alice, bob = alice_and_bob
     expected = [live.owner.id, alice.id] + ([bob.id] if "bob" in to else [])
     assert receivers(live, send_direct_ok(live.owner, to)) == expected
 
 
-def test_by_json_string_email(live, people):
-    alice, _ = people
+def test_by_json_string_email(live, alice_and_bob):
+    alice, _ = alice_and_bob
     assert receivers(live, send_direct_ok(live.owner, '"alice@example.com"')) == [live.owner.id, alice.id]
 
 
-def test_by_dummy_api_email(live, people):
-    alice, _ = people
+def test_by_dummy_api_email(live, alice_and_bob):
+    alice, _ = alice_and_bob
     live.write(lambda tx: tx.execute("UPDATE users SET email_address_visibility = 5 WHERE id = ?", (alice.id,)))
     dummy = f"user{alice.id}@zulip.testserver"
     assert receivers(live, send_direct_ok(live.owner, [dummy])) == [live.owner.id, alice.id]
 
 
-def test_conversation_recipient_is_the_same_whatever_the_order(live, people):
-    alice, bob = people
+def test_conversation_recipient_is_the_same_whatever_the_order(live, alice_and_bob):
+    alice, bob = alice_and_bob
     first = stored(live, send_direct_ok(live.owner, [alice.id, bob.id]))
     second = stored(live, send_direct_ok(live.owner, [bob.id, alice.id]))
     third = stored(live, send_direct_ok(alice, [bob.id, live.owner.id]))
@@ -66,8 +66,8 @@ def test_conversation_recipient_is_the_same_whatever_the_order(live, people):
     assert first["recipient_id"] == second["recipient_id"] == third["recipient_id"] == fourth["recipient_id"]
 
 
-def test_one_to_one_is_the_same_conversation_both_ways(live, people):
-    alice, bob = people
+def test_one_to_one_is_the_same_conversation_both_ways(live, alice_and_bob):
+    alice, bob = alice_and_bob
     there = stored(live, send_direct_ok(live.owner, [alice.id]))
     back = stored(live, send_direct_ok(alice, [live.owner.id]))
     including_self = stored(live, send_direct_ok(alice, [alice.id, live.owner.id]))
@@ -76,23 +76,23 @@ def test_one_to_one_is_the_same_conversation_both_ways(live, people):
     assert group["recipient_id"] != there["recipient_id"]
 
 
-def test_self_message(live, people):
+def test_self_message(live, alice_and_bob):
     message_id = send_direct_ok(live.owner, [live.owner.id], "note to self")
     assert receivers(live, message_id) == [live.owner.id]
     other_self = stored(live, send_direct_ok(live.owner, ["owner@example.com"]))
     assert other_self["recipient_id"] == stored(live, message_id)["recipient_id"]
 
 
-def test_duplicates_are_removed(live, people):
-    alice, _ = people
+def test_duplicates_are_removed(live, alice_and_bob):
+    alice, _ = alice_and_bob
     message_id = send_direct_ok(live.owner, [alice.id, alice.id, live.owner.id])
     assert receivers(live, message_id) == [live.owner.id, alice.id]
     message_id = send_direct_ok(live.owner, "alice@example.com,alice@example.com")
     assert receivers(live, message_id) == [live.owner.id, alice.id]
 
 
-def test_display_recipient_in_the_event(live, people):
-    alice, _ = people
+def test_display_recipient_in_the_event(live, alice_and_bob):
+    alice, _ = alice_and_bob
     message_id = send_direct_ok(live.owner, [alice.id])
     [(event, audience)] = message_events(live, message_id)
     assert audience == [live.owner.id, alice.id]
@@ -110,49 +110,49 @@ def test_display_recipient_in_the_event(live, people):
 # -- errors ------------------------------------------------------------------------------------------
 
 
-def test_mixing_ids_and_emails(live, people):
-    alice, _ = people
+def test_mixing_ids_and_emails(live, alice_and_bob):
+    alice, _ = alice_and_bob
     assert_error(send_direct(live.owner, [alice.id, "bob@example.com"]), MIXED)
     assert_error(send_direct(live.owner, ["bob@example.com", alice.id]), MIXED)
 
 
 @pytest.mark.parametrize("to", ["5", "true", '{"a": 1}', "[1.5]", "[null]", "[[1]]"])
-def test_invalid_data_type_for_recipients(live, people, to):
+def test_invalid_data_type_for_recipients(live, alice_and_bob, to):
     assert_error(send_direct(live.owner, to), "Invalid data type for recipients")
 
 
-def test_unknown_user_id(live, people):
-    alice, _ = people
+def test_unknown_user_id(live, alice_and_bob):
+    alice, _ = alice_and_bob
     assert_error(send_direct(live.owner, [alice.id, 9999]), "Invalid user ID 9999")
     assert_error(send_direct(live.owner, [-3]), "Invalid user ID -3")
 
 
-def test_unknown_email(live, people):
+def test_unknown_email(live, alice_and_bob):
     assert_error(
         send_direct(live.owner, ["alice@example.com", "nobody@example.com"]), "Invalid email 'nobody@example.com'"
     )
     assert_error(send_direct(live.owner, "nobody@example.com"), "Invalid email 'nobody@example.com'")
 
 
-def test_deactivated_recipient(live, people):
-    alice, _ = people
+def test_deactivated_recipient(live, alice_and_bob):
+    alice, _ = alice_and_bob
     assert_success(live.owner.delete(f"/users/{alice.id}"))
     assert_error(send_direct(live.owner, [alice.id]), "'alice@example.com' is no longer using Zulip.")
     assert_error(send_direct(live.owner, "alice@example.com"), "'alice@example.com' is no longer using Zulip.")
 
 
 @pytest.mark.parametrize("to", ["[]", "", ",", " , "])
-def test_no_recipients(live, people, to):
+def test_no_recipients(live, alice_and_bob, to):
     assert_error(send_direct(live.owner, to), "Message must have recipients")
 
 
-def test_missing_to(live, people):
+def test_missing_to(live, alice_and_bob):
     response = live.owner.post("/messages", {"type": "direct", "content": "x"})
     assert_error(response, "Message must have recipients")
 
 
-def test_errors_store_no_conversation(live, people):
-    alice, _ = people
+def test_errors_store_no_conversation(live, alice_and_bob):
+    alice, _ = alice_and_bob
     count = live.read(lambda tx: tx.value("SELECT count(*) FROM direct_message_groups"))
     assert_error(send_direct(live.owner, [alice.id], " "), "Message must not be empty")
     assert live.read(lambda tx: tx.value("SELECT count(*) FROM direct_message_groups")) == count

@@ -22,14 +22,14 @@ def delivered(service, push_client):
 
 
 @pytest.fixture
-def team(push_live):
+def push_team(push_live):
     alice, bob, carol, channel = make_team(push_live)
     device_id, phone = register_device(push_live, bob)
     return alice, bob, carol, channel, device_id, phone
 
 
-def test_round_trip_through_the_push_service(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_round_trip_through_the_push_service(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     direct = send_direct_ok(alice, [bob.id], "Are you *there*?")
     mention = send_ok(alice, channel, "@**Bob** see the plan", "plans")
     send_ok(alice, channel, "no mention: no notification", "plans")
@@ -49,8 +49,8 @@ def test_round_trip_through_the_push_service(push_live, push_service, team):
     assert channel_mention["content"] == "@Bob see the plan"
 
 
-def test_group_mention_arrives_with_the_group(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_group_mention_arrives_with_the_group(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     body = {"name": "backend", "members": [bob.id, carol.id], "description": "d"}
     group_id = assert_success(push_live.owner.post("/user_groups/create", body))["group_id"]
     send_ok(alice, channel, "@*backend* deploy?")
@@ -59,8 +59,8 @@ def test_group_mention_arrives_with_the_group(push_live, push_service, team):
     assert (payload["mentioned_user_group_id"], payload["mentioned_user_group_name"]) == (group_id, "backend")
 
 
-def test_read_while_waiting_is_never_delivered(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_read_while_waiting_is_never_delivered(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     push_service.set_mode("unavailable")
     message_id = send_direct_ok(alice, [bob.id])
     send_due(push_live)
@@ -72,8 +72,8 @@ def test_read_while_waiting_is_never_delivered(push_live, push_service, team):
     assert delivered(push_service, phone) == [] and outbox(push_live) == []
 
 
-def test_deleted_after_delivery_sends_a_remove(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_deleted_after_delivery_sends_a_remove(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     message_id = send_direct_ok(alice, [bob.id])
     send_due(push_live)
     assert_success(alice.delete(f"/messages/{message_id}"))
@@ -85,8 +85,8 @@ def test_deleted_after_delivery_sends_a_remove(push_live, push_service, team):
     }  # fmt: skip
 
 
-def test_read_while_in_flight_sends_a_remove_once_delivered(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_read_while_in_flight_sends_a_remove_once_delivered(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     push_service.set_mode("hang")
     message_id = send_direct_ok(alice, [bob.id])
     wait_for(lambda: push_service.held == 1, "the notification reaches the service and hangs")
@@ -99,8 +99,8 @@ def test_read_while_in_flight_sends_a_remove_once_delivered(push_live, push_serv
     assert (removal["type"], removal["message_ids"]) == ("remove", [message_id])
 
 
-def test_key_rotation_through_the_api(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_key_rotation_through_the_api(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     rotated = PushClient(push_service.public_key, token=phone.token)
     assert_success(bob.post("/mobile_push/register", {"device_id": device_id, **rotated.key_params()}))
     message_id = send_direct_ok(alice, [bob.id])
@@ -110,8 +110,8 @@ def test_key_rotation_through_the_api(push_live, push_service, team):
     assert [p["message_id"] for p in delivered(push_service, rotated)] == [message_id]
 
 
-def test_the_api_answers_while_the_service_hangs(push_live, push_service, team):
-    alice, bob, carol, channel, device_id, phone = team
+def test_the_api_answers_while_the_service_hangs(push_live, push_service, push_team):
+    alice, bob, carol, channel, device_id, phone = push_team
     push_service.set_mode("hang")
     first = send_direct_ok(alice, [bob.id], "first")
     wait_for(lambda: push_service.held == 1, "the notification reaches the service and hangs")

@@ -23,7 +23,7 @@ BUDGET = 16 * 1024
 
 
 @pytest.fixture
-def small(tmp_path):
+def small_queues(tmp_path):
     """A live server whose queues may hold BUDGET bytes of events."""
     server = LiveServer(data_dir_for(tmp_path), max_queue_bytes=BUDGET)
     make_channel(server, "general", [server.owner.id])
@@ -53,10 +53,10 @@ def message(message_id: int, content: str = "hello") -> dict:
 # -- the byte budget ----------------------------------------------------------------------------
 
 
-def test_an_idle_queue_holds_its_budget_then_must_register_again(small):
-    channel_member = small.owner
+def test_an_idle_queue_holds_its_budget_then_must_register_again(small_queues):
+    channel_member = small_queues.owner
     queue_id = register(channel_member, event_types=["message"])["queue_id"]
-    queue = small.call(lambda: small.server.queues.queues[queue_id])
+    queue = small_queues.call(lambda: small_queues.server.queues.queues[queue_id])
     held: list[dict] = []
     for n in range(100):
         send_stream(channel_member, "general", f"message {n} " + "x" * 500)
@@ -69,32 +69,34 @@ def test_an_idle_queue_holds_its_budget_then_must_register_again(small):
     assert_bad_queue(response, queue_id)
     sizes = [charged(e) for e in held]
     assert sum(sizes) <= BUDGET < sum(sizes) + max(sizes), "it held what fits, and no more"
-    state = small.call(lambda: (queue.size, len(queue.entries), queue_id in small.server.queues.queues))
+    state = small_queues.call(lambda: (queue.size, len(queue.entries), queue_id in small_queues.server.queues.queues))
     assert state == (0, 0, False), "the events are freed and the queue is gone"
     fresh = register(channel_member, event_types=["message"])["queue_id"]
     sent = send_stream(channel_member, "general", "after")
     assert [e["message"]["id"] for e in events_now(channel_member, fresh)] == [sent]
 
 
-def test_a_client_that_keeps_up_never_overflows(small):
-    queue_id = register(small.owner, event_types=["message"])["queue_id"]
+def test_a_client_that_keeps_up_never_overflows(small_queues):
+    queue_id = register(small_queues.owner, event_types=["message"])["queue_id"]
     last, total = -1, 0
     for n in range(40):
-        send_stream(small.owner, "general", f"message {n} " + "x" * 500)
-        events = events_now(small.owner, queue_id, last)
+        send_stream(small_queues.owner, "general", f"message {n} " + "x" * 500)
+        events = events_now(small_queues.owner, queue_id, last)
         total += sum(charged(e) for e in events if e["id"] > last)
         last = events[-1]["id"]
     assert total > 2 * BUDGET, "far more than the budget went through the queue"
-    assert small.call(lambda: small.server.queues.queues[queue_id].size) == charged(events[-1])
+    assert small_queues.call(lambda: small_queues.server.queues.queues[queue_id].size) == charged(events[-1])
 
 
-def test_one_event_larger_than_the_budget_reaches_an_empty_queue(small):
-    queue_id = register(small.owner, event_types=["test"])["queue_id"]
+def test_one_event_larger_than_the_budget_reaches_an_empty_queue(small_queues):
+    queue_id = register(small_queues.owner, event_types=["test"])["queue_id"]
     big = {"type": "test", "blob": "y" * (2 * BUDGET)}
-    small.call(lambda: small.server.events.publish(big, [small.owner.id]))
-    assert [len(e["blob"]) for e in events_now(small.owner, queue_id)] == [2 * BUDGET], "its client is not behind"
-    small.call(lambda: small.server.events.publish({"type": "test", "blob": ""}, [small.owner.id]))
-    assert_bad_queue(poll(small.owner, queue_id, dont_block=True), queue_id)
+    small_queues.call(lambda: small_queues.server.events.publish(big, [small_queues.owner.id]))
+    assert [len(e["blob"]) for e in events_now(small_queues.owner, queue_id)] == [2 * BUDGET], (
+        "its client is not behind"
+    )
+    small_queues.call(lambda: small_queues.server.events.publish({"type": "test", "blob": ""}, [small_queues.owner.id]))
+    assert_bad_queue(poll(small_queues.owner, queue_id, dont_block=True), queue_id)
 
 
 def test_the_size_follows_pushes_acknowledgements_and_merges():
