@@ -35,6 +35,16 @@ def general(live) -> int:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def people(live):  # type: ignore[no-untyped-def]
+    """Alice and Bob beside the owner, all three in "general": the live server, with .alice, .bob
+    and .channel_id set."""
+    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
+    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
+    live.channel_id = make_channel(live, "general", [live.owner.id, live.alice.id, live.bob.id])
+    return live
+
+
+@pytest.fixture
 def zulip_client(live, tmp_path):  # type: ignore[no-untyped-def]
     """The official zulip client, configured from a zuliprc for the live server's owner."""
     path = os.path.join(str(tmp_path), "zuliprc-live")

@@ -20,14 +20,6 @@ from tests.support.get_messages_helpers import add_reaction_row, message_by_id, 
 from tests.support.helpers import assert_error, assert_success, set_visibility
 
 
-@pytest.fixture
-def people(live):
-    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
-    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
-    live.channel_id = make_channel(live, "general", [live.owner.id, live.alice.id, live.bob.id])
-    return live
-
-
 def test_a_renamed_sender_shows_at_once_in_messages_reactions_and_conversations(people):
     live = people
     channel_message = post(live, live.alice, "general")

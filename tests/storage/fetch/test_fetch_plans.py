@@ -6,7 +6,6 @@ from storage.fetch import message_fetch
 from storage.fetch.message_objects import ROW_COLUMNS
 from storage.fetch.narrow import Term, build_query
 from storage.fetch.narrow_select import select_sql
-from tests.storage.fetch.test_message_plans import setup  # noqa: F401  # the module's database fixture
 
 
 def page_plan(db, user, terms):
@@ -25,8 +24,8 @@ def assert_only(details, expected):
 REACTIONS = ["CORRELATED SCALAR SUBQUERY 1", "SEARCH r USING INDEX reactions_by_message (message_id=?)"]
 
 
-def test_no_narrow_walks_only_the_user_messages_primary_key(setup):  # noqa: F811
-    db, people = setup
+def test_no_narrow_walks_only_the_user_messages_primary_key(plans_db):
+    db, people = plans_db
     assert_only(
         page_plan(db, people["alice"], []),
         ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
@@ -41,13 +40,13 @@ TOPIC_PLAN = [
 ]
 
 
-def test_channel_and_topic_stay_in_messages_by_topic(setup):  # noqa: F811
-    db, people = setup
+def test_channel_and_topic_stay_in_messages_by_topic(plans_db):
+    db, people = plans_db
     assert_only(page_plan(db, people["alice"], [Term("channel", "general"), Term("topic", "lunch")]), TOPIC_PLAN)
 
 
-def test_repeated_and_duplicate_channel_and_topic_terms_stay_in_messages_by_topic(setup):  # noqa: F811
-    db, people = setup
+def test_repeated_and_duplicate_channel_and_topic_terms_stay_in_messages_by_topic(plans_db):
+    db, people = plans_db
     terms = [
         Term("channel", "general"), Term("topic", "lunch"), Term("stream", "general"), Term("topic", "LUNCH"),
         Term("channel", "general"),
@@ -56,8 +55,8 @@ def test_repeated_and_duplicate_channel_and_topic_terms_stay_in_messages_by_topi
     assert_only(page_plan(db, people["alice"], [Term("topic", "lunch"), Term("channel", "general")]), TOPIC_PLAN)
 
 
-def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filters(setup):  # noqa: F811
-    db, people = setup
+def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filters(plans_db):
+    db, people = plans_db
 
     def explain(tx):
         sql, params = select_sql(build_query(tx, people["alice"], []), "<= ?", True, 1000)
@@ -66,9 +65,9 @@ def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filter
     assert_only(db.read(explain), ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)"])
 
 
-def test_the_cached_path_of_channel_and_topic_reads_only_messages_by_topic(setup):  # noqa: F811
+def test_the_cached_path_of_channel_and_topic_reads_only_messages_by_topic(plans_db):
     """Ids and flags of a channel + topic page: the index covers them (no message row is read)."""
-    db, people = setup
+    db, people = plans_db
 
     def explain(tx):
         query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
@@ -83,9 +82,9 @@ def test_the_cached_path_of_channel_and_topic_reads_only_messages_by_topic(setup
     )  # fmt: skip
 
 
-def test_filters_the_driver_implies_come_back_under_another_driver(setup):  # noqa: F811
+def test_filters_the_driver_implies_come_back_under_another_driver(plans_db):
     """first_unread and message_ids scan other indexes: the channel and topic filters apply to them again."""
-    db, people = setup
+    db, people = plans_db
 
     def sqls(tx):
         query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])

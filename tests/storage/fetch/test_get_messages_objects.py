@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from storage.model import flags
-from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import (
     add_reaction_row,
     fetch,
@@ -21,14 +18,6 @@ from tests.support.helpers import set_visibility
 from tests.support.send_helpers import send_direct_ok, send_ok
 
 ADMINS = 3
-
-
-@pytest.fixture
-def people(live):
-    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
-    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
-    live.channel_id = make_channel(live, "general", [live.owner.id, live.alice.id, live.bob.id])
-    return live
 
 
 def recipient_of(live, message_id):

@@ -3,42 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from storage.channels.channel_creation import ChannelOptions, create_channel
-from storage.db.database import Database
 from storage.fetch import message_fetch
 from storage.fetch.narrow import Term, build_query
 from storage.fetch.narrow_select import select_sql
-from storage.model import recipients
-from storage.org import realm as realm_storage
-from storage.org import users
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    path = os.path.join(str(tmp_path_factory.mktemp("plans")), "db.sqlite3")
-    db = Database(path, clock=lambda: 1_800_000_000.0)
-
-    def create(tx):
-        realm_storage.create_realm(tx, "Org", "http://x", "x.example")
-        alice = users.create_user(tx, "alice@x.example", "Alice", None)
-        bob = users.create_user(tx, "bob@x.example", "Bob", None)
-        general = create_channel(tx, alice, "general", ChannelOptions(), True)
-        protected = create_channel(tx, alice, "protected", ChannelOptions(invite_only=True), True)
-        for channel in (general, protected):
-            tx.execute(
-                "INSERT INTO subscriptions (user_id, channel_id, color) VALUES (?, ?, '#fff')", (alice.id, channel.id)
-            )
-            recipients.get_or_create_recipient(tx, recipients.CHANNEL, channel.id)
-        recipients.get_or_create_direct_message_group(tx, [alice.id, bob.id])
-        return alice, bob
-
-    alice, bob = db.write(create)
-    yield db, {"alice": alice, "bob": bob}
-    db.close()
 
 
 def plan(db, user, terms, comparison="<= ?", descending=True, transform=None):
@@ -121,20 +91,20 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("descending", [True, False])
-def test_plan_is_one_ordered_range_scan(setup, name, descending):
-    db, people = setup
+def test_plan_is_one_ordered_range_scan(plans_db, name, descending):
+    db, people = plans_db
     viewer, terms, driving, index, transform = CASES[name]
     details = plan(db, people[viewer], terms, "<= ?" if descending else ">= ?", descending, transform)
     assert_scan(details, driving, index)
 
 
 @pytest.mark.parametrize("descending", [True, False])
-def test_search_walks_the_full_text_index_in_id_order(setup, descending):
+def test_search_walks_the_full_text_index_in_id_order(plans_db, descending):
     """A search without a channel/sender/flag term is driven by FTS5 itself: its matches in rowid order
     from the anchor (idxNum bit 0x40: ordered by rowid, 0x80: descending; idxStr "M...": MATCH, then
     the rowid bound), each joined to the user's row and the message by primary key; no sort, and no
     set of every match built first (the plan before issue 12's second round: an IN list)."""
-    db, people = setup
+    db, people = plans_db
     details = plan(db, people["alice"], [Term("search", "hello")], "<= ?" if descending else ">= ?", descending)
     text = "\n".join(details)
     assert "TEMP B-TREE" not in text and "LIST SUBQUERY" not in text, text
@@ -149,35 +119,35 @@ def test_search_walks_the_full_text_index_in_id_order(setup, descending):
     ], text
 
 
-def test_search_with_a_flag_keeps_the_flag_driver_and_the_search_filter(setup):
-    db, people = setup
+def test_search_with_a_flag_keeps_the_flag_driver_and_the_search_filter(plans_db):
+    db, people = plans_db
     sql = db.read(lambda tx: select_sql(build_query(tx, people["alice"], [Term("search", "hi"), Term("is", "starred")]),
                                         "<= ?", True, 100)[0])  # fmt: skip
     assert "FROM user_messages AS um" in sql and "messages_fts MATCH ?" in sql, sql
 
 
-def test_bob_has_hidden_channels(setup):
+def test_bob_has_hidden_channels(plans_db):
     """The cases for bob exercise the hidden-channel filter (a private channel he is not in)."""
-    db, people = setup
+    db, people = plans_db
     query = db.read(build_query, people["bob"], [])
     assert any("json_each" in f for f in query.filters), query.filters
     assert json.dumps([2]) in query.params
 
 
-def test_anchor_date_is_one_index_search(setup):
-    db, _ = setup
+def test_anchor_date_is_one_index_search(plans_db):
+    db, _ = plans_db
     details = [row["detail"] for row in db.read(lambda tx: tx.all("EXPLAIN QUERY PLAN " + message_fetch.FIRST_SINCE_SQL,
                                                                   (1,)))]  # fmt: skip
     assert len(details) == 1 and "messages_by_date" in details[0] and "TEMP B-TREE" not in details[0], details
 
 
-def test_topic_terms_search_the_topic_key(setup):
+def test_topic_terms_search_the_topic_key(plans_db):
     """A channel + topic narrow is one range of messages_by_topic on the stored topic_key (no collation).
 
     Selecting ids and flags, the index covers the scan: the channel and topic filters the driver
     guarantees are left out, so no message row is read.
     """
-    db, people = setup
+    db, people = plans_db
     terms = [Term("channel", "general"), Term("topic", "GREETINGS")]
     details = plan(db, people["alice"], terms)
     expected = "SEARCH m USING COVERING INDEX messages_by_topic (recipient_id=? AND topic_key=? AND id<?)"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 import storage.messages
 from storage.org import passwords
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success
 from tests.support.send_helpers import (
     count_rows,
-    make_team,
     message_events,
     send,
     send_direct_ok,
@@ -18,12 +15,6 @@ from tests.support.send_helpers import (
     stored,
     stored_flags,
 )
-
-
-@pytest.fixture
-def team(live):
-    return make_team(live)
-
 
 # -- events ------------------------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ import pytest
 from storage.model import flags
 from tests.support.helpers import assert_error, assert_success
 from tests.support.send_helpers import (
-    make_team,
     message_events,
     send,
     send_direct_ok,
@@ -15,12 +14,6 @@ from tests.support.send_helpers import (
     stored_bits,
     stored_flags,
 )
-
-
-@pytest.fixture
-def team(live):
-    return make_team(live)
-
 
 # -- read_by_sender --------------------------------------------------------------------------------
 
