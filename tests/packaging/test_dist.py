@@ -21,7 +21,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ import pytest
 import zulip
 
 from tests.support.client_helpers import clients_required
+from tests.support.helpers import free_port
 from tests.support.paths import REPO
 from tornchat import FEATURE_LEVEL, __version__
 
@@ -51,12 +51,6 @@ RENDERED = (
 # The compiled modules every server process loads: msgspec, google-re2, PyNaCl (libsodium) and cffi.
 COMPILED = ("msgspec/_core", "re2/_re2", "nacl/_sodium", "_cffi_backend")
 START_TIMEOUT = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @functools.cache

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import itertools
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -192,6 +193,13 @@ def wait_for(predicate: Callable[[], bool], what: str) -> None:
     while not predicate():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, for a server about to start in another process."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def assert_success(response: requests.Response) -> dict[str, Any]:

@@ -11,26 +11,8 @@ import pytest
 import tornado.httputil
 import tornado.iostream
 
-from tests.support.helpers import FakeClock
 from tornchat.app import make_app, make_http_server
-from tornchat.bootstrap import bootstrap
 from tornchat.http_edge import EdgeLimits, HTTPServer
-from tornchat.server import Server
-from tornchat.settings import Settings
-
-
-@pytest.fixture
-def state(tmp_path):
-    settings = Settings(data_dir=str(tmp_path / "data"), site="http://127.0.0.1:9991")
-    owner = bootstrap(settings, "owner@example.com", "pw-123456")
-    server = Server(settings, clock=FakeClock())
-    yield server, owner
-    server.close()
-
-
-@pytest.fixture
-def app(state):
-    return make_app(state[0])
 
 
 def auth(owner):

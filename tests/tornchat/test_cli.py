@@ -2,57 +2,18 @@
 
 from __future__ import annotations
 
-import configparser
-import contextlib
 import os
 import platform
-import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 import zulip
 
-TORNCHAT = [sys.executable, "-m", "tornchat"]
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        TORNCHAT + list(args), capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def read_zuliprc(path: str) -> configparser.SectionProxy:
-    config = configparser.ConfigParser()
-    config.read(path)
-    return config["api"]
-
-
-@pytest.fixture
-def initialised(tmp_path):
-    data_dir = str(tmp_path / "data")
-    result = run(
-        "init",
-        "--data-dir",
-        data_dir,
-        "--owner-email",
-        "boss@example.com",
-        "--owner-password",
-        "pw-12345",
-        "--site",
-        "http://chat.example.com",
-    )
-    assert result.returncode == 0, result.stderr
-    return data_dir
+from tests.support.cli_helpers import read_zuliprc, run, serving
+from tests.support.helpers import free_port
 
 
 def test_init_writes_zuliprc(initialised):
@@ -107,35 +68,6 @@ def test_create_user_errors_are_one_line(initialised, tmp_path):
     assert "run `tornchat init` first" in missing.stderr
     bad_role = run("create-user", "--data-dir", initialised, *args, "--role", "king")
     assert bad_role.returncode != 0
-
-
-@contextlib.contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[list[str]]:
-    """Run `tornchat serve ARGS` until it prints "Serving"; yield its output; stop it with SIGTERM.
-
-    The server sees no TORNCHAT_* variable of the test run's own, only those in `env`.
-    """
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("TORNCHAT_")}
-    with subprocess.Popen(
-        TORNCHAT + ["serve", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**environ, **(env or {})},
-    ) as process:
-        assert process.stdout is not None and process.stderr is not None
-        lines = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("Serving"):
-                break
-        else:
-            raise AssertionError(f"server did not start: {lines} {process.stderr.read()}")
-        try:
-            yield lines
-        finally:
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(20) == 0
 
 
 def test_serve_bootstraps_an_empty_directory(tmp_path):

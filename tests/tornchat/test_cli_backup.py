@@ -10,7 +10,8 @@ import tarfile
 import pytest
 import zulip
 
-from tests.tornchat.test_cli import free_port, read_zuliprc, run, serving
+from tests.support.cli_helpers import read_zuliprc, run, serving
+from tests.support.helpers import free_port
 
 
 @pytest.fixture

@@ -7,22 +7,13 @@ import pty
 import subprocess
 from pathlib import Path
 
-import pytest
 import requests
 import zulip
 
-from tests.tornchat.test_cli import TORNCHAT, free_port, read_zuliprc, run, serving
+from tests.support.cli_helpers import TORNCHAT, read_zuliprc, run, serving
+from tests.support.helpers import free_port
 
 USER = ["--email", "al@example.com", "--full-name", "Al", "--password", "pw-12345"]
-
-
-@pytest.fixture
-def initialised(tmp_path):
-    data_dir = str(tmp_path / "data")
-    owner = ["--owner-email", "boss@example.com", "--owner-password", "pw-12345"]
-    result = run("init", "--data-dir", data_dir, *owner, "--site", "http://chat.example.com")
-    assert result.returncode == 0, result.stderr
-    return data_dir
 
 
 def test_create_user_writes_a_zuliprc_readable_by_its_owner_only(initialised, tmp_path):

@@ -10,8 +10,9 @@ import re
 import pytest
 import zulip
 
+from tests.support.cli_helpers import read_zuliprc, serving
+from tests.support.helpers import free_port
 from tests.support.paths import REPO
-from tests.tornchat.test_cli import free_port, read_zuliprc, serving
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, FILE_KEYS, Settings, load_settings
 

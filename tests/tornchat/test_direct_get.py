@@ -4,7 +4,6 @@ Each comparison sends the same parameters twice: in the query string of a body-l
 and as a form body of a GET (the RequestHandler), then compares status, body and header names.
 """
 
-# ruff: noqa: F811  (the fixtures `state` and `app` come from tests/tornchat/test_app_inprocess.py)
 from __future__ import annotations
 
 import base64
@@ -20,7 +19,6 @@ from tornado import httputil
 from storage.model.errors import ApiError
 from storage.org import users
 from storage.org.user_changes import deactivate_user
-from tests.tornchat.test_app_inprocess import app, state  # noqa: F401
 from tornchat.direct_get import carries_body
 from tornchat.handlers import messages
 

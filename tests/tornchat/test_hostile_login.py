@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import pytest
 import requests
 
 from storage.org import passwords
-from tests.support.helpers import PASSWORD, LiveServer, assert_error, assert_success
+from tests.support.helpers import PASSWORD, LiveServer, assert_error, assert_success, free_port
 from tornchat.ratelimit import LOGIN_FAILURES_PER_ADDRESS, LOGIN_FAILURES_PER_PAIR, LOGIN_FAILURES_PER_USERNAME
 
 RATE_LIMITED = "API usage exceeded rate limit; see https://zulip.com/api/http-headers#rate-limiting-response-headers"
@@ -233,12 +232,6 @@ def test_a_password_set_before_the_limit_still_logs_in(live):
 
 
 # -- the real `tornchat serve` -----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_serve_applies_the_edge_settings(tmp_path):

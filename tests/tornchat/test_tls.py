@@ -13,7 +13,8 @@ import pytest
 import urllib3
 import zulip
 
-from tests.tornchat.test_cli import free_port, read_zuliprc, serving
+from tests.support.cli_helpers import read_zuliprc, serving
+from tests.support.helpers import free_port
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, load_settings
 from tornchat.tls import make_ssl_context

@@ -18,19 +18,13 @@ import time
 import requests
 
 from tests.support.channel_helpers import make_channel
-from tests.support.helpers import PASSWORD
+from tests.support.helpers import PASSWORD, free_port
 from tests.support.paths import REPO
 from tornchat.bootstrap import bootstrap
 from tornchat.settings import Settings
 
 SENDERS = 8
 ANSWERED_BEFORE_KILL = 60
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start_server(data_dir: str, port: int) -> subprocess.Popen[bytes]:
