@@ -18,14 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.clients.test_client_zulip_terminal import assert_no_errors, terminal
 from tests.storage.org.test_realm_emoji import upload as upload_emoji
 from tests.support.channel_helpers import make_channel, subscribe, unsubscribe
-from tests.support.client_helpers import Driver, access_log
+from tests.support.client_helpers import Driver
 from tests.support.events_helpers import events_now, of_type, register, send_direct, send_stream
 from tests.support.helpers import Client, assert_success
+from tests.support.zulip_terminal_helpers import assert_no_errors
 
-__all__ = ["access_log", "terminal"]  # fixtures the zulip-terminal run test uses
 # model.py's event_actions: the event_types zulip-terminal registers for.
 HANDLED = {
     "message", "update_message", "reaction", "subscription", "typing", "update_message_flags",

@@ -15,7 +15,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -150,19 +150,6 @@ class AccessLog(logging.Handler):
     def failures(self) -> list[tuple[str, str, int]]:
         """Requests answered with an error (4xx or 5xx)."""
         return [request for request in self.requests if request[2] >= 400]
-
-
-@pytest.fixture
-def access_log() -> Iterator[AccessLog]:
-    """The live server's answers while a test runs (the `tornchat.access` log)."""
-    logger = logging.getLogger("tornchat.access")
-    handler = AccessLog()
-    previous = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
-    logger.setLevel(previous)
 
 
 class Driver:
