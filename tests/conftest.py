@@ -8,6 +8,8 @@ import zulip
 
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import LiveServer, NextServer, data_dir_for
+from tests.support.push_helpers import push_server, stop_server
+from tests.support.push_service import StandInPushService
 from tornchat.bootstrap import write_zuliprc
 
 
@@ -65,3 +67,19 @@ def restart(live):  # type: ignore[no-untyped-def]
     yield run
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def push_service() -> Iterator[StandInPushService]:
+    """The stand-in push service; its clock is set to the live servers' fake clock by push_live."""
+    service = StandInPushService()
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def push_live(tmp_path, push_service: StandInPushService) -> Iterator[LiveServer]:
+    """A fresh server configured with the stand-in push service (sharing the server's fake clock)."""
+    server = push_server(data_dir_for(tmp_path), push_service)
+    yield server
+    stop_server(server, push_service)

@@ -7,13 +7,9 @@ import os
 
 import zulip
 
-from tests.support import push_helpers
 from tests.support.push_helpers import PushClient, send_due
 from tests.support.send_helpers import make_team, send_direct_ok
 from tornchat.bootstrap import write_zuliprc
-
-push_service = push_helpers.push_service
-push_live = push_helpers.push_live
 
 
 def client_for(live, client, tmp_path, name):

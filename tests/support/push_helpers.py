@@ -1,9 +1,8 @@
 """Push test helpers: a live server configured with the stand-in push service, and a client side.
 
-Fixtures (bind them in a test module as `push_live = push_helpers.push_live`, which pytest finds and
-ruff accepts, unlike an import that test parameters shadow):
-- `push_service`: a running StandInPushService (tests/support/push_service.py);
-- `push_live`: a LiveServer whose settings point at that service (its sender running).
+The fixtures `push_service` (a running StandInPushService, tests/support/push_service.py) and
+`push_live` (a LiveServer whose settings point at that service, its sender running) are in
+tests/conftest.py; `push_server` and `stop_server` here start and stop such a server.
 Client side: `PushClient` makes a push key, a token and its sealed registration, and
 `register_device(live, client)` creates and registers a device, waiting for the service's answer.
 `send_due(live)` sends what is due in the outbox now and waits for the answers (no sleeping).
@@ -15,32 +14,14 @@ import asyncio
 import base64
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import nacl.public
 import nacl.secret
-import pytest
 
-from tests.support.helpers import Client, LiveServer, assert_success, data_dir_for
+from tests.support.helpers import Client, LiveServer, assert_success
 from tests.support.push_service import StandInPushService, token_id_of
-
-
-@pytest.fixture
-def push_service() -> Iterator[StandInPushService]:
-    """The stand-in push service; its clock is set to the live servers' fake clock by push_live."""
-    service = StandInPushService()
-    yield service
-    service.close()
-
-
-@pytest.fixture
-def push_live(tmp_path: Any, push_service: StandInPushService) -> Iterator[LiveServer]:
-    """A fresh server configured with the stand-in push service (sharing the server's fake clock)."""
-    server = push_server(data_dir_for(tmp_path), push_service)
-    yield server
-    stop_server(server, push_service)
 
 
 def stop_server(server: LiveServer, service: StandInPushService) -> None:
@@ -154,9 +135,7 @@ __all__ = [
     "device_row",
     "new_device",
     "outbox",
-    "push_live",
     "push_server",
-    "push_service",
     "register_device",
     "send_due",
     "stop_server",

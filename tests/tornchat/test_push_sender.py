@@ -4,7 +4,6 @@ service, bounded concurrency, expiry, and a restart that loses nothing."""
 from __future__ import annotations
 
 from storage.push import push_outbox
-from tests.support import push_helpers
 from tests.support.helpers import NextServer, assert_success, data_dir_for, wait_for
 from tests.support.push_helpers import (
     PushClient,
@@ -17,9 +16,6 @@ from tests.support.push_helpers import (
     stop_server,
 )
 from tornchat.push_sender import CONCURRENCY
-
-push_service = push_helpers.push_service
-push_live = push_helpers.push_live
 
 
 def notify_body(device_id, push_client, **extra):

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import push_helpers
 from tests.support.helpers import NextServer, assert_success, data_dir_for, wait_for
 from tests.support.push_helpers import PushClient, outbox, push_server, register_device, send_due
 from tests.support.send_helpers import make_team, send_direct_ok, send_ok
-
-push_service = push_helpers.push_service
-push_live = push_helpers.push_live
 
 
 def delivered(service, push_client):

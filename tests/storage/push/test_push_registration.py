@@ -8,13 +8,9 @@ import base64
 import nacl.public
 import pytest
 
-from tests.support import push_helpers
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_error, assert_success, make_bot
 from tests.support.push_helpers import PushClient, device_row, new_device, outbox, register_device, send_due
-
-push_service = push_helpers.push_service
-push_live = push_helpers.push_live
 
 MISSING = "Missing parameters: must provide either all push key fields, all token fields, or both."
 APNS = "/users/me/apns_device_token"
