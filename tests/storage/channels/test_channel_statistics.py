@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_success
+from tests.support.send_helpers import send_ok
 
 DAY = 86400
 
 
 def channel(live, channel_id):
     return assert_success(live.owner.get(f"/streams/{channel_id}"))["stream"]
-
-
-def send(live, channel_id, topic="t"):
-    body = {"type": "stream", "to": channel_id, "topic": topic, "content": "hello"}
-    return assert_success(live.owner.post("/messages", body))["id"]
 
 
 def test_a_new_channel_has_no_statistics_yet(live):
@@ -29,8 +25,8 @@ def test_a_new_channel_has_no_statistics_yet(live):
 
 def test_first_message_id_is_the_oldest_message(live):
     channel_id = make_channel(live, "chatty", [live.owner.id])
-    first = send(live, channel_id)
-    send(live, channel_id)
+    first = send_ok(live.owner, channel_id, topic="t")
+    send_ok(live.owner, channel_id, topic="t")
     assert channel(live, channel_id)["first_message_id"] == first
     subscriptions = assert_success(live.owner.get("/users/me/subscriptions"))["subscriptions"]
     assert [s["first_message_id"] for s in subscriptions if s["stream_id"] == channel_id] == [first]
@@ -40,7 +36,7 @@ def test_weekly_traffic_averages_the_last_four_weeks(live):
     channel_id = make_channel(live, "busy", [live.owner.id])
     live.clock.advance(6 * DAY)
     for _ in range(3):
-        send(live, channel_id)
+        send_ok(live.owner, channel_id, topic="t")
     assert channel(live, channel_id)["stream_weekly_traffic"] is None  # less than a week old
     live.clock.advance(1 * DAY)
     assert channel(live, channel_id)["stream_weekly_traffic"] == 3  # 3 messages in its first week
@@ -54,7 +50,7 @@ def test_recently_active_until_half_a_year_without_messages(live):
     quiet = make_channel(live, "quiet", [live.owner.id])
     active = make_channel(live, "active", [live.owner.id])
     live.clock.advance(179 * DAY)
-    send(live, active)
+    send_ok(live.owner, active, topic="t")
     live.clock.advance(2 * DAY)
     assert channel(live, quiet)["is_recently_active"] is False
     assert channel(live, active)["is_recently_active"] is True

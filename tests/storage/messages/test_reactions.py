@@ -9,17 +9,9 @@ from storage.model.user import NOBODY
 from storage.text import emoji
 from tests.support.channel_helpers import archive, make_channel, subscribe
 from tests.support.helpers import assert_error, assert_success, dummy, set_visibility
+from tests.support.send_helpers import send_direct_ok, send_ok
 
 INVALID_MESSAGE = "Invalid message(s)"
-
-
-def send(client, to="general", topic="greetings", content="hello"):
-    body = {"type": "stream", "to": to, "topic": topic, "content": content}
-    return assert_success(client.post("/messages", body))["id"]
-
-
-def send_direct(client, recipients, content="psst"):
-    return assert_success(client.post("/messages", {"type": "direct", "to": recipients, "content": content}))["id"]
 
 
 def react(client, message_id, **params):
@@ -57,7 +49,7 @@ def member_and_message(live):
     """A public channel "general" with the owner and a member subscribed, and one message in it."""
     member = live.make_user(full_name="Member")
     make_channel(live, "general", [live.owner.id, member.id])
-    return member, send(live.owner)
+    return member, send_ok(live.owner, "general")
 
 
 # -- the emoji tables ---------------------------------------------------------------------------
@@ -284,7 +276,7 @@ def test_private_channel_not_reactable_by_outsiders(live):
     outsider = live.make_user()
     admin = live.make_user(role="admin")
     make_channel(live, "secret", [live.owner.id, member.id], invite_only=True)
-    message_id = send(live.owner, to="secret")
+    message_id = send_ok(live.owner, "secret")
     for client in (outsider, admin):
         assert_error(react(client, message_id, emoji_name="octopus"), INVALID_MESSAGE)
         assert_error(unreact(client, message_id, emoji_name="octopus"), INVALID_MESSAGE)
@@ -293,7 +285,7 @@ def test_private_channel_not_reactable_by_outsiders(live):
 
 def test_protected_history_needs_a_row(live):
     make_channel(live, "secret", [live.owner.id], invite_only=True)
-    message_id = send(live.owner, to="secret")
+    message_id = send_ok(live.owner, "secret")
     late = live.make_user()  # subscribed after the message was sent
     assert_success(subscribe(live.owner, ["secret"], principals=[late.id]))
     assert_error(react(late, message_id, emoji_name="octopus"), INVALID_MESSAGE)
@@ -316,7 +308,7 @@ def test_archived_channel_messages_are_invalid(live, member_and_message):
 def test_direct_messages(live):
     friend = live.make_user()
     stranger = live.make_user()
-    message_id = send_direct(live.owner, [friend.id])
+    message_id = send_direct_ok(live.owner, [friend.id], "psst")
     before = len(live.events())
     assert_success(react(friend, message_id, emoji_name="heart"))
     [(_, user_ids)] = reaction_events(live, before)

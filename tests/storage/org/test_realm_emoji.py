@@ -16,6 +16,7 @@ from storage.org.realm_emoji import MAX_EMOJI_FILE_SIZE_MIB
 from tests.support.channel_helpers import make_channel
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_error, assert_success
+from tests.support.send_helpers import send_ok
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(40)
 GIF = b"GIF89a" + bytes(40)
@@ -39,11 +40,6 @@ def by_name(client, name):
 
 def content_of(client, message_id):
     return assert_success(client.get("/messages", {"message_ids": [message_id]}))["messages"][0]["content"]
-
-
-def send(client, content):
-    body = {"type": "stream", "to": "general", "topic": "emoji", "content": content}
-    return assert_success(client.post("/messages", body))["id"]
 
 
 def emoji_events(live, before):
@@ -220,7 +216,7 @@ def test_messages_and_reactions_use_uploaded_emoji(live):
     assert_success(upload(live.owner, "octopus"))  # shadows the Unicode octopus, as in Zulip
     assert_success(upload(live.owner, "party_parrot"))
     src = by_name(live.owner, "party_parrot")["source_url"]
-    message_id = send(member, "hi :party_parrot: and :octopus:")
+    message_id = send_ok(member, "general", "hi :party_parrot: and :octopus:", "emoji")
     octopus_src = by_name(live.owner, "octopus")["source_url"]
     assert content_of(member, message_id) == (
         f'<p>hi <img alt=":party_parrot:" class="emoji" src="{src}" title="party parrot"> and '
@@ -231,7 +227,7 @@ def test_messages_and_reactions_use_uploaded_emoji(live):
     assert (reaction["emoji_code"], reaction["reaction_type"]) == (by_name(member, "party_parrot")["id"], "realm_emoji")
     assert_success(live.owner.delete("/realm/emoji/party_parrot"))
     # A deactivated emoji is no longer rendered in new messages (the old one keeps its HTML).
-    assert content_of(member, send(member, ":party_parrot:")) == "<p>:party_parrot:</p>"
+    assert content_of(member, send_ok(member, "general", ":party_parrot:", "emoji")) == "<p>:party_parrot:</p>"
     assert "<img" in content_of(member, message_id)
 
 
@@ -254,7 +250,7 @@ def test_zulip_package(live, zulip_client, tmp_path):
     [(emoji_id, parrot)] = emoji.items()
     assert (parrot["name"], parrot["author_id"], parrot["source_url"][-4:]) == ("parrot", live.owner.id, ".gif")
     make_channel(live, "general", [live.owner.id])
-    message_id = send(live.owner, "hi")
+    message_id = send_ok(live.owner, "general", "hi", "emoji")
     assert zulip_client.add_reaction({"message_id": message_id, "emoji_name": "parrot"})["result"] == "success"
     assert zulip_client.add_reaction({"message_id": message_id, "emoji_name": "heart_box"})["result"] == "success"
     reactions = assert_success(live.owner.get("/messages", {"message_ids": [message_id]}))["messages"][0]["reactions"]
