@@ -29,7 +29,7 @@ import msgspec  # noqa: E402
 from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.membership import subscriptions
 from storage.org import users  # noqa: E402
-from tests.helpers import FakeClock, LiveServer, assert_success  # noqa: E402
+from tests.support.helpers import FakeClock, LiveServer, assert_success  # noqa: E402
 from tornchat.events.registry import EventQueues  # noqa: E402
 
 

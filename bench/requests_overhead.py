@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from storage.org import users  # noqa: E402
-from tests.helpers import LiveServer  # noqa: E402
+from tests.support.helpers import LiveServer  # noqa: E402
 
 
 def measure(client, path: str, params: dict, count: int) -> list[float]:

@@ -6,7 +6,10 @@ from collections.abc import Iterator
 import pytest
 import zulip
 
-from tests.helpers import LiveServer, NextServer, data_dir_for
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import LiveServer, NextServer, data_dir_for
+from tests.support.push_helpers import push_server, stop_server
+from tests.support.push_service import StandInPushService
 from tornchat.bootstrap import write_zuliprc
 
 
@@ -16,6 +19,31 @@ def live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     server = LiveServer(data_dir_for(tmp_path))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_live(tmp_path_factory) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
+    """One server for every test of a module, on what the module's own (autouse) fixture puts in it:
+    for tests that do not disturb one another, where a fresh `live` each would cost a start each."""
+    server = LiveServer(data_dir_for(tmp_path_factory.mktemp("shared")))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def general(live) -> int:  # type: ignore[no-untyped-def]
+    """A public channel "general" the owner is subscribed to; its id."""
+    return make_channel(live, "general", [live.owner.id])
+
+
+@pytest.fixture
+def people(live):  # type: ignore[no-untyped-def]
+    """Alice and Bob beside the owner, all three in "general": the live server, with .alice, .bob
+    and .channel_id set."""
+    live.alice = live.make_user(email="alice@example.com", full_name="Alice")
+    live.bob = live.make_user(email="bob@example.com", full_name="Bob")
+    live.channel_id = make_channel(live, "general", [live.owner.id, live.alice.id, live.bob.id])
+    return live
 
 
 @pytest.fixture
@@ -39,3 +67,19 @@ def restart(live):  # type: ignore[no-untyped-def]
     yield run
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def push_service() -> Iterator[StandInPushService]:
+    """The stand-in push service; its clock is set to the live servers' fake clock by push_live."""
+    service = StandInPushService()
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def push_live(tmp_path, push_service: StandInPushService) -> Iterator[LiveServer]:
+    """A fresh server configured with the stand-in push service (sharing the server's fake clock)."""
+    server = push_server(data_dir_for(tmp_path), push_service)
+    yield server
+    stop_server(server, push_service)

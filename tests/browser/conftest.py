@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import Browser, start_playwright
-from tests.helpers import LiveServer, data_dir_for
+from tests.support.helpers import LiveServer, data_dir_for
 
 
 @pytest.hookimpl(wrapper=True)

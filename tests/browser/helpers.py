@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.client_helpers import client_missing
-from tests.helpers import PASSWORD, LiveServer
+from tests.support.client_helpers import client_missing
+from tests.support.helpers import PASSWORD, LiveServer
 
 CHROMIUM = os.environ.get("TORNCHAT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

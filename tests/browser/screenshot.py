@@ -13,10 +13,10 @@ import tempfile
 import time
 
 from tests.browser.helpers import DESKTOP, Browser, start_playwright
-from tests.channel_helpers import make_channel
-from tests.client_helpers import REPO
-from tests.helpers import LiveServer, assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import LiveServer, assert_success
+from tests.support.paths import REPO
+from tests.support.send_helpers import send_ok
 
 DEFAULT_PATH = os.path.join(REPO, "docs", "screenshot.png")
 CONVERSATION = [

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import PHONE, Browser, wait_until
-from tests.channel_helpers import make_channel, subscribed_names
-from tests.helpers import PASSWORD, Client, LiveServer, assert_success
+from tests.support.channel_helpers import make_channel, subscribed_names
+from tests.support.helpers import PASSWORD, Client, LiveServer, assert_success
 from tornchat.ratelimit import LOGIN_FAILURES_PER_PAIR
 
 pytestmark = pytest.mark.client
 
 
 @pytest.fixture(scope="module")
-def bob(server: LiveServer) -> Client:
+def bob_in_general(server: LiveServer) -> Client:
     bob = server.make_user(email="bob@example.com", full_name="Bob Builder")
     make_channel(server, "general", [server.owner.id, bob.id])
     make_channel(server, "random", [server.owner.id])
@@ -26,12 +26,12 @@ def bob(server: LiveServer) -> Client:
 
 
 @pytest.fixture(scope="module")
-def owner_page(browser: Browser, bob: Client) -> Any:
+def owner_page(browser: Browser, bob_in_general: Client) -> Any:
     return browser.sign_in("owner@example.com")
 
 
 @pytest.fixture(scope="module")
-def bob_page(browser: Browser, bob: Client) -> Any:
+def bob_page(browser: Browser, bob_in_general: Client) -> Any:
     return browser.sign_in("bob@example.com")
 
 
@@ -64,7 +64,7 @@ def test_sign_in_errors_are_shown(browser, server):
     page.context.close()
 
 
-def test_sign_out_forgets_the_key_and_remember_me_keeps_it(browser, bob):
+def test_sign_out_forgets_the_key_and_remember_me_keeps_it(browser, bob_in_general):
     page = browser.sign_in("bob@example.com", remember=False)
     other_tab = page.context.new_page()
     other_tab.goto("/")
@@ -86,7 +86,7 @@ def test_sign_out_forgets_the_key_and_remember_me_keeps_it(browser, bob):
     page.context.close()
 
 
-def test_sign_out_reaches_the_other_remembered_tabs_and_never_waits_on_the_server(browser, bob):
+def test_sign_out_reaches_the_other_remembered_tabs_and_never_waits_on_the_server(browser, bob_in_general):
     page = browser.sign_in("bob@example.com", remember=True)
     other_tab = browser.new_page(context=page.context)
     other_tab.goto("/")
@@ -105,7 +105,7 @@ def test_sign_out_reaches_the_other_remembered_tabs_and_never_waits_on_the_serve
     page.context.close()
 
 
-def test_signing_in_again_on_the_device_keeps_its_other_tabs_signed_in(browser, bob):
+def test_signing_in_again_on_the_device_keeps_its_other_tabs_signed_in(browser, bob_in_general):
     third = browser.new_page()
     third.goto("/")  # open at the sign-in form before the device remembers a key
     third.get_by_test_id("login-email").wait_for()
@@ -151,12 +151,12 @@ def test_an_administrator_creates_an_account_and_sees_its_password_once(browser,
     carol.context.close()
 
 
-def test_an_administrator_changes_a_role(server, owner_page, bob, bob_page):
+def test_an_administrator_changes_a_role(server, owner_page, bob_in_general, bob_page):
     owner_page.get_by_test_id("open-people").click()
-    owner_page.locator(f'[data-testid="user-row"][data-user-id="{bob.id}"]').get_by_test_id("user-role").select_option(
-        "200"
-    )
-    wait_until(lambda: server.user(bob.id).role == 200, "Bob to become an administrator")
+    owner_page.locator(f'[data-testid="user-row"][data-user-id="{bob_in_general.id}"]').get_by_test_id(
+        "user-role"
+    ).select_option("200")
+    wait_until(lambda: server.user(bob_in_general.id).role == 200, "Bob to become an administrator")
     bob_page.get_by_test_id("open-people").wait_for()  # his page learns it live (realm_user event)
     # The only owner cannot step down: the refusal is shown and the select shows the role kept.
     mine = owner_page.locator(f'[data-testid="user-row"][data-user-id="{server.owner.id}"]').get_by_test_id("user-role")
@@ -164,20 +164,20 @@ def test_an_administrator_changes_a_role(server, owner_page, bob, bob_page):
     toast_with(owner_page, "The owner permission cannot be removed from the only organization owner.")
     wait_until(lambda: mine.input_value() == "100", "the owner's role to show again")
     owner_page.keyboard.press("Escape")
-    assert_success(server.owner.patch(f"/users/{bob.id}", {"role": 400}))
+    assert_success(server.owner.patch(f"/users/{bob_in_general.id}", {"role": 400}))
     wait_until(lambda: not bob_page.get_by_test_id("open-people").is_visible(), "Bob's People button to go")
 
 
-def test_create_a_private_channel_with_members(server, owner_page, bob, bob_page):
+def test_create_a_private_channel_with_members(server, owner_page, bob_in_general, bob_page):
     owner_page.get_by_test_id("open-channels").click()
     owner_page.get_by_test_id("channel-create-name").fill("design")
     owner_page.get_by_test_id("channel-create-description").fill("Logos and colours")
     owner_page.get_by_test_id("channel-create-private").check()
-    owner_page.get_by_test_id("channel-create-members").select_option([str(server.owner.id), str(bob.id)])
+    owner_page.get_by_test_id("channel-create-members").select_option([str(server.owner.id), str(bob_in_general.id)])
     owner_page.get_by_test_id("channel-create-submit").click()
     owner_page.locator('[data-testid="channel-row"]').filter(has_text="design").wait_for()
     owner_page.keyboard.press("Escape")
-    [design] = [s for s in assert_success(bob.get("/streams"))["streams"] if s["name"] == "design"]
+    [design] = [s for s in assert_success(bob_in_general.get("/streams"))["streams"] if s["name"] == "design"]
     assert design["invite_only"] is True and design["description"] == "Logos and colours"
     bob_page.locator(f'[data-testid="channel-item"][data-stream-id="{design["stream_id"]}"]').wait_for()
     # A name taken: the server's message.
@@ -188,13 +188,13 @@ def test_create_a_private_channel_with_members(server, owner_page, bob, bob_page
     owner_page.keyboard.press("Escape")
 
 
-def test_subscribe_and_unsubscribe_from_the_list_by_keyboard(bob, bob_page):
+def test_subscribe_and_unsubscribe_from_the_list_by_keyboard(bob_in_general, bob_page):
     bob_page.get_by_test_id("open-channels").click()
     row = bob_page.locator('[data-testid="channel-row"]').filter(has_text="random")
     row.get_by_test_id("channel-subscribe").focus()
     bob_page.keyboard.press("Enter")
     row.get_by_test_id("channel-unsubscribe").wait_for()
-    assert "random" in subscribed_names(bob)
+    assert "random" in subscribed_names(bob_in_general)
     bob_page.locator('[data-testid="channel-item"]').filter(has_text="random").wait_for()
     # The row was drawn again; the keyboard stayed on its button, now "Unsubscribe".
     wait_until(
@@ -202,14 +202,16 @@ def test_subscribe_and_unsubscribe_from_the_list_by_keyboard(bob, bob_page):
     )
     bob_page.keyboard.press("Enter")
     row.get_by_test_id("channel-subscribe").wait_for()
-    assert "random" not in subscribed_names(bob)
+    assert "random" not in subscribed_names(bob_in_general)
     bob_page.keyboard.press("Escape")
     bob_page.get_by_test_id("channels-dialog").wait_for(state="detached")
 
 
-def test_personal_settings_of_a_subscription(bob, bob_page):
+def test_personal_settings_of_a_subscription(bob_in_general, bob_page):
     [general] = [
-        s for s in assert_success(bob.get("/users/me/subscriptions"))["subscriptions"] if s["name"] == "general"
+        s
+        for s in assert_success(bob_in_general.get("/users/me/subscriptions"))["subscriptions"]
+        if s["name"] == "general"
     ]
     item = bob_page.locator(f'[data-testid="channel-item"][data-stream-id="{general["stream_id"]}"]')
     item.get_by_test_id("channel-settings").click()
@@ -220,14 +222,14 @@ def test_personal_settings_of_a_subscription(bob, bob_page):
     bob_page.get_by_test_id("sub-save").wait_for(state="detached")
 
     def saved() -> dict[str, Any]:
-        subs = assert_success(bob.get("/users/me/subscriptions"))["subscriptions"]
+        subs = assert_success(bob_in_general.get("/users/me/subscriptions"))["subscriptions"]
         return next(s for s in subs if s["name"] == "general")
 
     wait_until(lambda: saved()["pin_to_top"], "the settings to be saved")
     assert (saved()["color"], saved()["is_muted"], saved()["pin_to_top"]) == ("#336699", True, True)
 
 
-def test_phone_layout_hides_the_sidebar_behind_a_toggle(browser, bob):
+def test_phone_layout_hides_the_sidebar_behind_a_toggle(browser, bob_in_general):
     page = browser.sign_in("bob@example.com", viewport=PHONE)
     sidebar = page.locator("#sidebar")
     assert not sidebar.is_visible() or not sidebar.bounding_box() or sidebar.bounding_box()["x"] < 0

@@ -13,10 +13,10 @@ import pytest
 
 from storage.model import flags
 from tests.browser.helpers import Browser, wait_until
-from tests.channel_helpers import make_channel
-from tests.helpers import Client, LiveServer, assert_success
-from tests.scheduled_helpers import deliver
-from tests.send_helpers import insert_messages, send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import Client, LiveServer, assert_success
+from tests.support.scheduled_helpers import deliver
+from tests.support.send_helpers import insert_messages, send_ok
 
 pytestmark = pytest.mark.client
 
@@ -49,7 +49,7 @@ class Team:
 
 
 @pytest.fixture(scope="module")
-def team(server: LiveServer, browser: Browser) -> Team:
+def chat_team(server: LiveServer, browser: Browser) -> Team:
     bob = server.make_user(email="bob@example.com", full_name="Bob Builder")
     general = make_channel(server, "general", [server.owner.id, bob.id])
     history = make_channel(server, "history", [server.owner.id])
@@ -71,26 +71,28 @@ def newest_id(client: Client) -> int:
     return body["messages"][-1]["id"]
 
 
-def test_a_message_appears_live_for_the_other_person_with_its_unread_count(team):
-    bob_page = team.bob_page
+def test_a_message_appears_live_for_the_other_person_with_its_unread_count(chat_team):
+    bob_page = chat_team.bob_page
     bob_page.get_by_test_id("view-starred").click()
-    compose_to_channel(team.alice_page, team.general, "lunch")
-    team.alice_page.get_by_test_id("compose-content").fill("lunch at noon?")
-    team.alice_page.get_by_test_id("compose-content").press("Enter")
-    wait_until(lambda: team.unread(bob_page, team.general) == "1", "Bob's unread count of #general to become 1")
-    sent = newest_id(team.bob)
-    team.open_channel(bob_page, team.general)
-    team.message(bob_page, sent).get_by_test_id("message-content").wait_for()
-    assert team.message(bob_page, sent).get_by_test_id("message-content").inner_text().strip() == "lunch at noon?"
-    assert "Owner" in team.message(bob_page, sent).get_by_test_id("message-sender").inner_text()
+    compose_to_channel(chat_team.alice_page, chat_team.general, "lunch")
+    chat_team.alice_page.get_by_test_id("compose-content").fill("lunch at noon?")
+    chat_team.alice_page.get_by_test_id("compose-content").press("Enter")
+    wait_until(
+        lambda: chat_team.unread(bob_page, chat_team.general) == "1", "Bob's unread count of #general to become 1"
+    )
+    sent = newest_id(chat_team.bob)
+    chat_team.open_channel(bob_page, chat_team.general)
+    chat_team.message(bob_page, sent).get_by_test_id("message-content").wait_for()
+    assert chat_team.message(bob_page, sent).get_by_test_id("message-content").inner_text().strip() == "lunch at noon?"
+    assert "Owner" in chat_team.message(bob_page, sent).get_by_test_id("message-sender").inner_text()
     # Seen, so read: the count goes, on the server too.
-    wait_until(lambda: team.unread(bob_page, team.general) == "", "Bob's unread count of #general to clear")
-    wait_until(lambda: "read" in _flags(team.bob, sent), "the message to be marked read on the server")
+    wait_until(lambda: chat_team.unread(bob_page, chat_team.general) == "", "Bob's unread count of #general to clear")
+    wait_until(lambda: "read" in _flags(chat_team.bob, sent), "the message to be marked read on the server")
     # While Bob looks at #general, the next message appears without a reload.
-    team.alice_page.get_by_test_id("compose-content").fill("or at one")
-    team.alice_page.get_by_test_id("compose-send").click()
+    chat_team.alice_page.get_by_test_id("compose-content").fill("or at one")
+    chat_team.alice_page.get_by_test_id("compose-send").click()
     bob_page.get_by_text("or at one").wait_for()
-    assert team.alice_page.get_by_test_id("compose-content").input_value() == ""
+    assert chat_team.alice_page.get_by_test_id("compose-content").input_value() == ""
 
 
 def _flags(client: Client, message_id: int) -> list[str]:
@@ -98,43 +100,43 @@ def _flags(client: Client, message_id: int) -> list[str]:
     return body["messages"][0]["flags"]
 
 
-def test_a_reaction_appears_for_the_author(team):
-    message_id = send_ok(team.live.owner, "general", "react to this", topic="reactions")
-    team.open_channel(team.alice_page, team.general)
-    team.message(team.alice_page, message_id).wait_for()
-    bob_message = team.message(team.bob_page, message_id)
+def test_a_reaction_appears_for_the_author(chat_team):
+    message_id = send_ok(chat_team.live.owner, "general", "react to this", topic="reactions")
+    chat_team.open_channel(chat_team.alice_page, chat_team.general)
+    chat_team.message(chat_team.alice_page, message_id).wait_for()
+    bob_message = chat_team.message(chat_team.bob_page, message_id)
     bob_message.wait_for()
     bob_message.hover()
     bob_message.get_by_test_id("react-button").click()
-    picker = team.bob_page.get_by_test_id("emoji-picker")
+    picker = chat_team.bob_page.get_by_test_id("emoji-picker")
     picker.get_by_test_id("emoji-filter").fill("thumbs_up")
     picker.locator('[data-testid="emoji-option"][data-emoji-name="thumbs_up"]').click()
     thumbs_up = '[data-testid="reaction"][data-emoji-name="thumbs_up"]'
-    reaction = team.message(team.alice_page, message_id).locator(thumbs_up)
+    reaction = chat_team.message(chat_team.alice_page, message_id).locator(thumbs_up)
     reaction.wait_for()
     assert "1" in reaction.inner_text()
-    mine = team.message(team.bob_page, message_id).locator(thumbs_up)
+    mine = chat_team.message(chat_team.bob_page, message_id).locator(thumbs_up)
     wait_until(lambda: mine.get_attribute("aria-pressed") == "true", "Bob's reaction to show as his")
-    body = assert_success(team.live.owner.get(f"/messages/{message_id}"))
-    assert [(r["emoji_name"], r["user_id"]) for r in body["message"]["reactions"]] == [("thumbs_up", team.bob.id)]
+    body = assert_success(chat_team.live.owner.get(f"/messages/{message_id}"))
+    assert [(r["emoji_name"], r["user_id"]) for r in body["message"]["reactions"]] == [("thumbs_up", chat_team.bob.id)]
 
 
-def test_a_draft_typed_in_one_tab_appears_in_the_other(team):
-    first = team.alice_page
-    second = team.browser.sign_in("owner@example.com", page=team.browser.new_page(context=first.context))
+def test_a_draft_typed_in_one_tab_appears_in_the_other(chat_team):
+    first = chat_team.alice_page
+    second = chat_team.browser.sign_in("owner@example.com", page=chat_team.browser.new_page(context=first.context))
     for page in (first, second):
-        team.open_channel(page, team.general)
-        compose_to_channel(page, team.general, "plans")
+        chat_team.open_channel(page, chat_team.general)
+        compose_to_channel(page, chat_team.general, "plans")
     first.get_by_test_id("compose-content").fill("a draft for later")
     wait_until(
-        lambda: any(d["content"] == "a draft for later" for d in _drafts(team.live.owner)), "the draft to be saved"
+        lambda: any(d["content"] == "a draft for later" for d in _drafts(chat_team.live.owner)), "the draft to be saved"
     )
     wait_until(
         lambda: second.get_by_test_id("compose-content").input_value() == "a draft for later",
         "the draft to appear in the other tab",
     )
     first.get_by_test_id("compose-content").fill("")
-    wait_until(lambda: not _drafts(team.live.owner), "the emptied draft to be deleted")
+    wait_until(lambda: not _drafts(chat_team.live.owner), "the emptied draft to be deleted")
     second.close()
 
 
@@ -142,35 +144,35 @@ def _drafts(client: Client) -> list[dict[str, Any]]:
     return assert_success(client.get("/drafts"))["drafts"]
 
 
-def test_send_later_delivers_at_the_scheduled_time(team):
-    page = team.alice_page
-    team.open_channel(page, team.general)
-    compose_to_channel(page, team.general, "later")
+def test_send_later_delivers_at_the_scheduled_time(chat_team):
+    page = chat_team.alice_page
+    chat_team.open_channel(page, chat_team.general)
+    compose_to_channel(page, chat_team.general, "later")
     page.get_by_test_id("compose-content").fill("sent from the past")
     page.get_by_test_id("compose-send-later").click()
-    at = int(team.live.clock.now) // 60 * 60 + 2 * 3600
+    at = int(chat_team.live.clock.now) // 60 * 60 + 2 * 3600
     page.get_by_test_id("schedule-time").fill(time.strftime("%Y-%m-%dT%H:%M", time.gmtime(at)))
     page.get_by_test_id("schedule-confirm").click()
-    wait_until(lambda: _scheduled(team.live.owner), "the message to be scheduled")
-    [scheduled] = _scheduled(team.live.owner)
+    wait_until(lambda: _scheduled(chat_team.live.owner), "the message to be scheduled")
+    [scheduled] = _scheduled(chat_team.live.owner)
     assert scheduled["scheduled_delivery_timestamp"] == at and scheduled["content"] == "sent from the past"
     assert page.get_by_test_id("compose-content").input_value() == ""
     page.get_by_test_id("scheduled-open").click()
     page.locator(f'[data-testid="scheduled-item"][data-scheduled-id="{scheduled["scheduled_message_id"]}"]').wait_for()
     page.keyboard.press("Escape")
-    team.open_channel(team.bob_page, team.general)
-    team.live.clock.advance(2 * 3600 + 60)
-    [delivered] = deliver(team.live)
-    team.message(team.bob_page, delivered).get_by_text("sent from the past").wait_for()
-    wait_until(lambda: not _scheduled(team.live.owner), "the scheduled message to leave the list")
+    chat_team.open_channel(chat_team.bob_page, chat_team.general)
+    chat_team.live.clock.advance(2 * 3600 + 60)
+    [delivered] = deliver(chat_team.live)
+    chat_team.message(chat_team.bob_page, delivered).get_by_text("sent from the past").wait_for()
+    wait_until(lambda: not _scheduled(chat_team.live.owner), "the scheduled message to leave the list")
 
 
 def _scheduled(client: Client) -> list[dict[str, Any]]:
     return assert_success(client.get("/scheduled_messages"))["scheduled_messages"]
 
 
-def test_scrolling_up_loads_older_pages_never_the_whole_history(team):
-    page = team.alice_page
+def test_scrolling_up_loads_older_pages_never_the_whole_history(chat_team):
+    page = chat_team.alice_page
     requests: list[dict[str, str]] = []
 
     def record(request: Any) -> None:
@@ -180,7 +182,7 @@ def test_scrolling_up_loads_older_pages_never_the_whole_history(team):
 
     page.on("request", record)
     try:
-        team.open_channel(page, team.history)
+        chat_team.open_channel(page, chat_team.history)
         messages = page.get_by_test_id("message")
         wait_until(lambda: messages.count() > 0, "the newest page of #history")
         first_page = messages.count()
@@ -196,7 +198,7 @@ def test_scrolling_up_loads_older_pages_never_the_whole_history(team):
         page.remove_listener("request", record)
     shown = messages.count()
     assert first_page < shown < HISTORY
-    history = [r for r in requests if _channel_of(r.get("narrow", "[]")) in (team.history, "history")]
+    history = [r for r in requests if _channel_of(r.get("narrow", "[]")) in (chat_team.history, "history")]
     assert len(history) >= 4, requests
     for request in history:
         assert int(request["num_before"]) + int(request["num_after"]) <= 1000, request
@@ -210,28 +212,28 @@ def _channel_of(narrow: str) -> object:
     return next((t["operand"] for t in terms if t["operator"] in ("channel", "stream")), None)
 
 
-def test_message_html_never_runs(team):
-    page = team.bob_page
-    team.open_channel(page, team.general)
+def test_message_html_never_runs(chat_team):
+    page = chat_team.bob_page
+    chat_team.open_channel(page, chat_team.general)
     hostile = [
         "<script>window.__pwned = 'script'</script>",
         "<img src=x onerror=\"window.__pwned = 'img'\">",
         "[click](javascript:window.__pwned='link')",
         "<svg onload=\"window.__pwned = 'svg'\"></svg>",
     ]
-    ids = [send_ok(team.live.owner, "general", content, topic="hostile") for content in hostile]
+    ids = [send_ok(chat_team.live.owner, "general", content, topic="hostile") for content in hostile]
     for message_id in ids:
-        team.message(page, message_id).get_by_test_id("message-content").wait_for()
+        chat_team.message(page, message_id).get_by_test_id("message-content").wait_for()
     contents = page.get_by_test_id("message-content")
     assert page.locator('[data-testid="message-content"] :is(script, svg, [onerror], [onload])').count() == 0
     assert page.locator('[data-testid="message-content"] a[href^="javascript:"]').count() == 0
-    shown = team.message(page, ids[0]).get_by_test_id("message-content").inner_text()
+    shown = chat_team.message(page, ids[0]).get_by_test_id("message-content").inner_text()
     assert "<script>" in shown
     time.sleep(0.3)  # the browser is another process: an image's error handler would have run by now
     assert page.evaluate("window.__pwned") is None
     assert contents.count() >= len(hostile)
 
 
-def test_no_page_broke_the_content_security_policy(team):
-    assert team.browser.console.csp_violations() == []
-    assert [line for line in team.browser.console.lines if line.startswith("pageerror")] == []
+def test_no_page_broke_the_content_security_policy(chat_team):
+    assert chat_team.browser.console.csp_violations() == []
+    assert [line for line in chat_team.browser.console.lines if line.startswith("pageerror")] == []

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import Browser, wait_until
-from tests.channel_helpers import make_channel
-from tests.helpers import Client, LiveServer, assert_success
-from tests.send_helpers import send_ok
+from tests.support.channel_helpers import make_channel
+from tests.support.helpers import Client, LiveServer, assert_success
+from tests.support.send_helpers import send_ok
 
 pytestmark = pytest.mark.client
 
@@ -30,7 +30,7 @@ class Setup:
 
 
 @pytest.fixture(scope="module")
-def setup(server: LiveServer, browser: Browser) -> Setup:
+def carol_in_town(server: LiveServer, browser: Browser) -> Setup:
     carol = server.make_user(email="carol@example.com", full_name="Carol Castle")
     town = make_channel(server, "town", [server.owner.id, carol.id])
     return Setup(server, browser, carol, town, browser.sign_in("carol@example.com"))
@@ -79,11 +79,11 @@ def api_requests(page: Any, path: str) -> list[tuple[str, dict[str, str]]]:
     return seen
 
 
-def test_opens_at_the_first_unread_message_and_marks_what_is_seen_as_read(setup):
-    page, carol = setup.page, setup.carol
+def test_opens_at_the_first_unread_message_and_marks_what_is_seen_as_read(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
     page.get_by_test_id("view-starred").click()  # out of the way: a view showing them would read them
-    channel = make_channel(setup.live, "long", [setup.live.owner.id, carol.id])
-    ids = [send_ok(setup.live.owner, "long", f"line {n}", topic="counting") for n in range(130)]
+    channel = make_channel(carol_in_town.live, "long", [carol_in_town.live.owner.id, carol.id])
+    ids = [send_ok(carol_in_town.live.owner, "long", f"line {n}", topic="counting") for n in range(130)]
     assert_success(carol.post("/messages/flags", {"messages": ids[:100], "op": "add", "flag": "read"}))
     fetches = api_requests(page, "/messages")
     marks = api_requests(page, "/messages/flags")
@@ -104,12 +104,12 @@ def test_opens_at_the_first_unread_message_and_marks_what_is_seen_as_read(setup)
     assert "read" not in flags_of(carol, ids[-1])
 
 
-def test_topics_of_the_selected_channel_show_their_unread_counts(setup):
-    page = setup.page
-    send_ok(setup.live.owner, "town", "about the fair", topic="fair")
-    send_ok(setup.live.owner, "town", "about the fair again", topic="fair")
-    channel_link(page, setup.town).click()
-    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{setup.town}"][data-topic="fair"]')
+def test_topics_of_the_selected_channel_show_their_unread_counts(carol_in_town):
+    page = carol_in_town.page
+    send_ok(carol_in_town.live.owner, "town", "about the fair", topic="fair")
+    send_ok(carol_in_town.live.owner, "town", "about the fair again", topic="fair")
+    channel_link(page, carol_in_town.town).click()
+    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{carol_in_town.town}"][data-topic="fair"]')
     topic.wait_for()
     # Opening the channel shows (and so reads) its messages: the counts go to zero as they are seen.
     wait_until(lambda: topic.get_by_test_id("unread-count").inner_text() == "", "the topic's count to clear")
@@ -118,9 +118,9 @@ def test_topics_of_the_selected_channel_show_their_unread_counts(setup):
     assert page.get_by_test_id("compose-topic").input_value() == "fair"
 
 
-def test_edit_star_search_and_delete_an_own_message(setup):
-    page, carol = setup.page, setup.carol
-    message_id = send_in_topic(page, setup.town, "edits", "first wording")
+def test_edit_star_search_and_delete_an_own_message(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    message_id = send_in_topic(page, carol_in_town.town, "edits", "first wording")
     mine = message(page, message_id)
     mine.hover()
     mine.get_by_test_id("edit-button").click()
@@ -147,9 +147,9 @@ def test_edit_star_search_and_delete_an_own_message(setup):
     assert carol.get(f"/messages/{message_id}").status_code == 400
 
 
-def test_a_snippet_goes_into_the_box_and_shift_enter_makes_a_newline(setup):
-    page, carol = setup.page, setup.carol
-    channel_link(page, setup.town).click()
+def test_a_snippet_goes_into_the_box_and_shift_enter_makes_a_newline(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    channel_link(page, carol_in_town.town).click()
     page.get_by_test_id("compose-topic").fill("snippets")
     page.get_by_test_id("snippet-open").click()
     page.get_by_test_id("snippet-title").fill("Greeting")
@@ -171,10 +171,10 @@ def test_a_snippet_goes_into_the_box_and_shift_enter_makes_a_newline(setup):
     assert last["messages"][-1]["content"] == "<p>Good morning, town<br>\nand good night</p>"
 
 
-def test_a_scheduled_message_is_edited_rescheduled_and_cancelled(setup):
-    page, carol = setup.page, setup.carol
-    at = int(setup.live.clock.now) // 60 * 60 + 24 * 3600
-    params = {"type": "stream", "to": setup.town, "topic": "later", "content": "tomorrow"}
+def test_a_scheduled_message_is_edited_rescheduled_and_cancelled(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    at = int(carol_in_town.live.clock.now) // 60 * 60 + 24 * 3600
+    params = {"type": "stream", "to": carol_in_town.town, "topic": "later", "content": "tomorrow"}
     body = carol.post("/scheduled_messages", {**params, "scheduled_delivery_timestamp": at})
     scheduled_id = assert_success(body)["scheduled_message_id"]
     page.get_by_test_id("scheduled-open").click()
@@ -201,8 +201,8 @@ def test_a_scheduled_message_is_edited_rescheduled_and_cancelled(setup):
     page.get_by_test_id("scheduled-list").wait_for(state="detached")
 
 
-def test_a_direct_message_to_an_email_gets_its_conversation_in_the_sidebar(setup):
-    page, carol, owner = setup.page, setup.carol, setup.live.owner
+def test_a_direct_message_to_an_email_gets_its_conversation_in_the_sidebar(carol_in_town):
+    page, carol, owner = carol_in_town.page, carol_in_town.carol, carol_in_town.live.owner
     page.get_by_test_id("compose-type").select_option("private")
     page.get_by_test_id("compose-to").fill("owner@example.com")
     page.get_by_test_id("compose-content").fill("a word in private")
@@ -217,9 +217,9 @@ def test_a_direct_message_to_an_email_gets_its_conversation_in_the_sidebar(setup
     assert page.get_by_test_id("compose-to").input_value() == "owner@example.com"
 
 
-def test_a_lost_event_queue_is_replaced_and_the_compose_box_keeps_its_text(setup):
-    page, carol = setup.page, setup.carol
-    write_in_topic(page, setup.town, "queues", "half a thought")
+def test_a_lost_event_queue_is_replaced_and_the_compose_box_keeps_its_text(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    write_in_topic(page, carol_in_town.town, "queues", "half a thought")
     state_module = page.evaluate("document.querySelector('script[type=module]').src.replace(/app\\.js$/, 'state.js')")
     queue_id = page.evaluate(f"import('{state_module}').then(m => m.state.queueId)")
     assert_success(carol.delete("/events", {"queue_id": queue_id}))
@@ -228,36 +228,36 @@ def test_a_lost_event_queue_is_replaced_and_the_compose_box_keeps_its_text(setup
         lambda: page.evaluate(f"import('{state_module}').then(m => m.state.queueId)") not in (queue_id, None),
         "a new event queue",
     )
-    message_id = send_ok(setup.live.owner, "town", "after the queue", topic="queues")
+    message_id = send_ok(carol_in_town.live.owner, "town", "after the queue", topic="queues")
     message(page, message_id).wait_for()
     assert page.get_by_test_id("compose-content").input_value() == "half a thought"
     page.get_by_test_id("compose-content").fill("")
 
 
-def test_a_message_moved_elsewhere_and_marked_unread_elsewhere_updates_live(setup):
-    page, carol = setup.page, setup.carol
-    channel_link(page, setup.town).click()
-    message_id = send_ok(setup.live.owner, "town", "moving soon", topic="old place")
+def test_a_message_moved_elsewhere_and_marked_unread_elsewhere_updates_live(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    channel_link(page, carol_in_town.town).click()
+    message_id = send_ok(carol_in_town.live.owner, "town", "moving soon", topic="old place")
     shown = message(page, message_id)
     shown.wait_for()
     wait_until(lambda: shown.get_attribute("data-read") == "true", "the message to be read")
     assert_success(carol.post("/messages/flags", {"messages": [message_id], "op": "remove", "flag": "read"}))
     wait_until(lambda: shown.get_attribute("data-read") == "false", "the message to show as unread again")
-    assert_success(setup.live.owner.patch(f"/messages/{message_id}", {"topic": "new place"}))
+    assert_success(carol_in_town.live.owner.patch(f"/messages/{message_id}", {"topic": "new place"}))
     shown.get_by_test_id("message-moved").wait_for()
 
 
-def test_a_message_moved_into_the_open_topic_appears_there(setup):
-    page, carol = setup.page, setup.carol
-    make_channel(setup.live, "yard", [setup.live.owner.id, carol.id])
-    before = send_ok(setup.live.owner, "town", "already here", topic="arrivals")
-    elsewhere = send_ok(setup.live.owner, "yard", "coming over", topic="gate")
-    after = send_ok(setup.live.owner, "town", "also here", topic="arrivals")
-    channel_link(page, setup.town).click()
+def test_a_message_moved_into_the_open_topic_appears_there(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    make_channel(carol_in_town.live, "yard", [carol_in_town.live.owner.id, carol.id])
+    before = send_ok(carol_in_town.live.owner, "town", "already here", topic="arrivals")
+    elsewhere = send_ok(carol_in_town.live.owner, "yard", "coming over", topic="gate")
+    after = send_ok(carol_in_town.live.owner, "town", "also here", topic="arrivals")
+    channel_link(page, carol_in_town.town).click()
     page.locator('[data-testid="topic-item"][data-topic="arrivals"] button').click()
     message(page, after).wait_for()
-    params = {"stream_id": setup.town, "topic": "arrivals", "propagate_mode": "change_one"}
-    assert_success(setup.live.owner.patch(f"/messages/{elsewhere}", params))
+    params = {"stream_id": carol_in_town.town, "topic": "arrivals", "propagate_mode": "change_one"}
+    assert_success(carol_in_town.live.owner.patch(f"/messages/{elsewhere}", params))
     moved = message(page, elsewhere)
     moved.get_by_test_id("message-moved").wait_for()
     # At its place by id, between the two messages that were already there.
@@ -265,21 +265,21 @@ def test_a_message_moved_into_the_open_topic_appears_there(setup):
     assert shown.index(before) < shown.index(elsewhere) < shown.index(after)
 
 
-def test_a_topic_renamed_in_the_open_channel_is_named_on_its_recipient_bar(setup):
-    page = setup.page
-    send_ok(setup.live.owner, "town", "a neighbour", topic="next door")
-    renamed = send_ok(setup.live.owner, "town", "to be renamed", topic="old name")
-    channel_link(page, setup.town).click()
+def test_a_topic_renamed_in_the_open_channel_is_named_on_its_recipient_bar(carol_in_town):
+    page = carol_in_town.page
+    send_ok(carol_in_town.live.owner, "town", "a neighbour", topic="next door")
+    renamed = send_ok(carol_in_town.live.owner, "town", "to be renamed", topic="old name")
+    channel_link(page, carol_in_town.town).click()
     bar = page.locator(".message-row", has=message(page, renamed)).locator(".recipient-bar")
     wait_until(lambda: bar.count() == 1 and bar.inner_text().endswith("old name"), "the recipient bar")
-    assert_success(setup.live.owner.patch(f"/messages/{renamed}", {"topic": "new name"}))
+    assert_success(carol_in_town.live.owner.patch(f"/messages/{renamed}", {"topic": "new name"}))
     message(page, renamed).get_by_test_id("message-moved").wait_for()
     wait_until(lambda: bar.inner_text().endswith("new name"), "the bar to name the new topic")
 
 
-def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(setup):
-    page = setup.page
-    mine = message(page, send_in_topic(page, setup.town, "slow edits", "slow first wording"))
+def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(carol_in_town):
+    page = carol_in_town.page
+    mine = message(page, send_in_topic(page, carol_in_town.town, "slow edits", "slow first wording"))
 
     def late_answer(route: Any) -> None:
         answer = route.fetch()
@@ -299,13 +299,13 @@ def test_an_edit_whose_event_comes_before_its_answer_shows_the_new_text(setup):
     mine.get_by_test_id("message-edited").wait_for()
 
 
-def test_channel_and_topic_links_in_messages_open_in_the_page_and_other_links_in_a_new_tab(setup):
-    page = setup.page
+def test_channel_and_topic_links_in_messages_open_in_the_page_and_other_links_in_a_new_tab(carol_in_town):
+    page = carol_in_town.page
     topic = "v1.0 plans/ideas"
-    send_ok(setup.live.owner, "town", "the plan", topic=topic)
+    send_ok(carol_in_town.live.owner, "town", "the plan", topic=topic)
     text = f"see #**town>{topic}** or [the site](https://example.invalid/x)"
-    linked = send_ok(setup.live.owner, "town", text, topic="links")
-    channel_link(page, setup.town).click()
+    linked = send_ok(carol_in_town.live.owner, "town", text, topic="links")
+    channel_link(page, carol_in_town.town).click()
     link_message = message(page, linked)
     link_message.wait_for()
     link_message.locator("a.stream-topic").click()
@@ -316,7 +316,7 @@ def test_channel_and_topic_links_in_messages_open_in_the_page_and_other_links_in
     page.reload()
     wait_until(lambda: page.get_by_test_id("narrow-title").inner_text().endswith(topic), "the topic after a reload")
     page.get_by_test_id("compose-content").wait_for()
-    channel_link(page, setup.town).click()
+    channel_link(page, carol_in_town.town).click()
     address = page.url
     with page.context.expect_page() as opened:
         message(page, linked).locator('a[href^="https:"]').click()
@@ -325,9 +325,9 @@ def test_channel_and_topic_links_in_messages_open_in_the_page_and_other_links_in
     assert page.url == address
 
 
-def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(setup):
-    page, carol = setup.page, setup.carol
-    porch = make_channel(setup.live, "porch", [setup.live.owner.id, carol.id])
+def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    porch = make_channel(carol_in_town.live, "porch", [carol_in_town.live.owner.id, carol.id])
     channel_link(page, porch).click()
     page.get_by_test_id("compose-topic").fill("steps")
     compose_channel = page.get_by_test_id("compose-channel")
@@ -337,7 +337,7 @@ def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(setup)
     channel_link(page, porch).wait_for(state="detached")
     assert compose_channel.input_value() == str(porch)
     # The channel archived: no channel is chosen (not the first in the list), and nothing is sent.
-    assert_success(setup.live.owner.delete(f"/streams/{porch}"))
+    assert_success(carol_in_town.live.owner.delete(f"/streams/{porch}"))
     wait_until(lambda: compose_channel.input_value() == "", "the compose box to lose its channel")
     page.get_by_test_id("compose-content").fill("on the porch")
     page.get_by_test_id("compose-content").press("Enter")
@@ -346,26 +346,26 @@ def test_the_compose_box_never_moves_to_a_channel_the_user_did_not_choose(setup)
     page.get_by_test_id("compose-content").fill("")
 
 
-def test_a_channel_renamed_is_named_anew_in_the_title_and_on_the_recipient_bars(setup):
-    page = setup.page
-    send_ok(setup.live.owner, "town", "before the rename", topic="names")
-    channel_link(page, setup.town).click()
+def test_a_channel_renamed_is_named_anew_in_the_title_and_on_the_recipient_bars(carol_in_town):
+    page = carol_in_town.page
+    send_ok(carol_in_town.live.owner, "town", "before the rename", topic="names")
+    channel_link(page, carol_in_town.town).click()
     bar = page.locator(".message-row", has_text="before the rename").locator(".recipient-bar")
     wait_until(lambda: bar.count() == 1 and bar.inner_text().startswith("#town "), "the recipient bar")
     title = page.get_by_test_id("narrow-title")
     assert title.inner_text() == "#town"
     try:
-        assert_success(setup.live.owner.patch(f"/streams/{setup.town}", {"new_name": "city"}))
+        assert_success(carol_in_town.live.owner.patch(f"/streams/{carol_in_town.town}", {"new_name": "city"}))
         wait_until(lambda: title.inner_text() == "#city", "the title to name the channel anew")
         wait_until(lambda: bar.inner_text().startswith("#city "), "the bar to name the channel anew")
     finally:
-        assert_success(setup.live.owner.patch(f"/streams/{setup.town}", {"new_name": "town"}))
+        assert_success(carol_in_town.live.owner.patch(f"/streams/{carol_in_town.town}", {"new_name": "town"}))
 
 
-def test_a_person_renamed_is_named_anew_on_their_messages(setup):
-    page, owner = setup.page, setup.live.owner
+def test_a_person_renamed_is_named_anew_on_their_messages(carol_in_town):
+    page, owner = carol_in_town.page, carol_in_town.live.owner
     said = send_ok(owner, "town", "who am I", topic="names")
-    channel_link(page, setup.town).click()
+    channel_link(page, carol_in_town.town).click()
     sender = message(page, said).get_by_test_id("message-sender")
     sender.wait_for()
     old = sender.inner_text()
@@ -376,10 +376,10 @@ def test_a_person_renamed_is_named_anew_on_their_messages(setup):
         assert_success(owner.patch(f"/users/{owner.id}", {"full_name": old}))
 
 
-def test_a_message_starred_elsewhere_appears_in_the_open_starred_view(setup):
-    page, carol = setup.page, setup.carol
-    first = send_ok(setup.live.owner, "town", "star me first", topic="stars")
-    second = send_ok(setup.live.owner, "town", "star me from afar", topic="stars")
+def test_a_message_starred_elsewhere_appears_in_the_open_starred_view(carol_in_town):
+    page, carol = carol_in_town.page, carol_in_town.carol
+    first = send_ok(carol_in_town.live.owner, "town", "star me first", topic="stars")
+    second = send_ok(carol_in_town.live.owner, "town", "star me from afar", topic="stars")
     assert_success(carol.post("/messages/flags", {"messages": [first], "op": "add", "flag": "starred"}))
     page.get_by_test_id("view-starred").click()
     message(page, first).wait_for()
@@ -388,10 +388,10 @@ def test_a_message_starred_elsewhere_appears_in_the_open_starred_view(setup):
     assert message(page, second).get_by_test_id("star-button").get_attribute("aria-pressed") == "true"
 
 
-def test_the_emoji_picker_asks_again_for_the_names_after_a_failed_load(setup):
-    page = setup.page
-    said = send_ok(setup.live.owner, "town", "react later", topic="emoji")
-    channel_link(page, setup.town).click()
+def test_the_emoji_picker_asks_again_for_the_names_after_a_failed_load(carol_in_town):
+    page = carol_in_town.page
+    said = send_ok(carol_in_town.live.owner, "town", "react later", topic="emoji")
+    channel_link(page, carol_in_town.town).click()
     shown = message(page, said)
     shown.wait_for()
     page.route("**/emoji-names.json", lambda route: route.abort())
@@ -406,18 +406,18 @@ def test_the_emoji_picker_asks_again_for_the_names_after_a_failed_load(setup):
     page.keyboard.press("Escape")
 
 
-def test_a_topic_whose_messages_are_all_deleted_leaves_the_sidebar(setup):
-    page = setup.page
-    send_ok(setup.live.owner, "town", "staying", topic="stays")
-    doomed = send_ok(setup.live.owner, "town", "short-lived", topic="fleeting")
-    channel_link(page, setup.town).click()
-    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{setup.town}"][data-topic="fleeting"]')
+def test_a_topic_whose_messages_are_all_deleted_leaves_the_sidebar(carol_in_town):
+    page = carol_in_town.page
+    send_ok(carol_in_town.live.owner, "town", "staying", topic="stays")
+    doomed = send_ok(carol_in_town.live.owner, "town", "short-lived", topic="fleeting")
+    channel_link(page, carol_in_town.town).click()
+    topic = page.locator(f'[data-testid="topic-item"][data-stream-id="{carol_in_town.town}"][data-topic="fleeting"]')
     topic.wait_for()
-    assert_success(setup.live.owner.delete(f"/messages/{doomed}"))
+    assert_success(carol_in_town.live.owner.delete(f"/messages/{doomed}"))
     topic.wait_for(state="detached")
     page.locator('[data-testid="topic-item"][data-topic="stays"]').wait_for()
 
 
-def test_no_page_broke_the_content_security_policy(setup):
-    assert setup.browser.console.csp_violations() == []
-    assert [line for line in setup.browser.console.lines if line.startswith("pageerror")] == []
+def test_no_page_broke_the_content_security_policy(carol_in_town):
+    assert carol_in_town.browser.console.csp_violations() == []
+    assert [line for line in carol_in_town.browser.console.lines if line.startswith("pageerror")] == []

@@ -1,5 +1,5 @@
 // Shared by the flow scripts: log in with zulip-js as a person would, run one flow, print its result as JSON.
-// Driven by tests/test_client_zulip_js.py, which passes the server and account in the environment.
+// Driven by tests/clients/test_client_zulip_js.py, which passes the server and account in the environment.
 'use strict';
 
 const zulip = require('zulip-js');
