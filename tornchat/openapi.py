@@ -2,7 +2,7 @@
 
 Each route's handler says what each method decodes (`BaseHandler.params`); msgspec turns those
 Structs into JSON Schema. `python -m tornchat.openapi --write` refreshes docs/openapi.json, which
-tests/test_openapi.py compares with a fresh document; GET /api/v1/openapi.json serves it
+tests/tornchat/test_openapi.py compares with a fresh document; GET /api/v1/openapi.json serves it
 (tornchat/handlers/openapi.py, handed `served_document` by make_app).
 """
 

@@ -205,7 +205,7 @@ def delete_scheduled_message(tx: Tx, sender: User, scheduled_id: int) -> None:
 
 # -- delivery --------------------------------------------------------------------------------
 
-# Both served by the partial index scheduled_messages_due (tests/test_scheduler.py pins the plans).
+# Both served by the partial index scheduled_messages_due (tests/scheduler/test_scheduler.py pins the plans).
 _WAITING = "delivered_message_id IS NULL AND NOT failed"
 NEXT_DUE_SQL = (
     f"SELECT scheduled_timestamp FROM scheduled_messages WHERE {_WAITING} ORDER BY scheduled_timestamp, id LIMIT 1"

@@ -4,7 +4,7 @@ channels.channel_object builds one channel's object with about twenty queries (e
 setting, the post policy, the subscriber count, the message statistics). A registration shows
 every channel the user may know of, twice for most of them; here each object is built once from
 a few queries over all channels: the objects equal channel_object's, key for key and in the same
-order (tests/test_register_cost.py compares them).
+order (tests/storage/register/test_register_cost.py compares them).
 """
 
 from __future__ import annotations
