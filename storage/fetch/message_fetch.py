@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import datetime
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -45,16 +45,24 @@ TOO_MANY = f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
 CONVERSATION_OPERATORS = {"stream", "channel", "topic", "dm", "pm-with"}
 
 
-class FetchRequest(msgspec.Struct, kw_only=True):
-    """GET /messages' parameters; None where the client did not send one."""
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class GetMessages(msgspec.Struct, kw_only=True):
+    """GET /messages' parameters; None where the client did not send one.
+
+    The handler decodes the request into this Struct (tornchat/params.py reads the field names, types
+    and constraints: the API's error texts and ignored_parameters_unsupported come from them).
+    message_ids rules out every range parameter, even one sent with its default value: hence None.
+    """
 
     anchor: str | None = None
     anchor_date: str | None = None
     include_anchor: bool | None = None
-    num_before: int | None = None
-    num_after: int | None = None
+    num_before: NonNegative | None = None
+    num_after: NonNegative | None = None
     narrow: Any = None
-    message_ids: list[int] | None = None
+    message_ids: list[NonNegative] | None = None
     use_first_unread_anchor: bool | None = None
     apply_markdown: bool = True
     client_gravatar: bool = True
@@ -69,7 +77,7 @@ class Anchor(msgspec.Struct, frozen=True):
     date: int = 0
 
 
-def check_combination(request: FetchRequest) -> None:
+def check_combination(request: GetMessages) -> None:
     """message_ids excludes every range parameter (spec 4.5), and those need num_before/num_after."""
     range_parameters = (
         request.num_before, request.num_after, request.anchor, request.include_anchor, request.use_first_unread_anchor
@@ -83,7 +91,7 @@ def check_combination(request: FetchRequest) -> None:
             raise missing_argument(name)
 
 
-def parse_anchor(request: FetchRequest) -> Anchor:
+def parse_anchor(request: GetMessages) -> Anchor:
     """Return the anchor asked for; use_first_unread_anchor=true overrides `anchor` (clients send both)."""
     if request.use_first_unread_anchor:
         return Anchor(kind="first_unread")
@@ -116,7 +124,7 @@ def parse_anchor_date(value: str | None) -> int:
     return int(moment.timestamp())
 
 
-def check_sizes(request: FetchRequest) -> None:
+def check_sizes(request: GetMessages) -> None:
     requested = (
         len(request.message_ids)
         if request.message_ids is not None
@@ -212,7 +220,7 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     return found[0][0] if found else None
 
 
-def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | None = None) -> dict[str, Any]:
+def get_messages(tx: Tx, user: User, request: GetMessages, cache_bytes: int | None = None) -> dict[str, Any]:
     """Return the GET /messages response body (without result/msg).
 
     With `cache_bytes` (the encoded-message cache's bound), `messages` is the encoded array
@@ -298,7 +306,7 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
     return result
 
 
-def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> str | None:
+def _columns(query: Query, request: GetMessages, cache_bytes: int | None) -> str | None:
     """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
     if cache_bytes is None or query.search_terms:
         return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
@@ -306,7 +314,7 @@ def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> st
 
 
 def _objects(
-    tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
+    tx: Tx, request: GetMessages, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
 ) -> list[MessageObject] | msgspec.Raw:
     formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
     if cache_bytes is not None:

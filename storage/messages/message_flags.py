@@ -16,7 +16,7 @@ from storage.channels.channels import access_channel_by_id
 from storage.channels.topics import stored_topic
 from storage.db.tx import Tx, topic_key
 from storage.fetch.message_access import access_message
-from storage.fetch.message_fetch import Anchor, FetchRequest, anchor_value, parse_anchor, rewrite_with, select_range
+from storage.fetch.message_fetch import Anchor, GetMessages, anchor_value, parse_anchor, rewrite_with, select_range
 from storage.fetch.narrow import MUTED_SQL, Query, build_query, parse_narrow
 from storage.model import flags, recipients
 from storage.model.errors import ApiError
@@ -172,7 +172,7 @@ def parse_narrow_anchor(anchor: str) -> Anchor:
     """GET /messages' anchors except `date`, which needs an anchor_date this endpoint does not take."""
     if anchor == "date":
         raise ApiError("Invalid anchor")
-    return parse_anchor(FetchRequest(anchor=anchor))
+    return parse_anchor(GetMessages(anchor=anchor))
 
 
 def clamp(num_before: int, num_after: int) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import pytest
 from storage.cache.directory import directory
 from storage.cache.flag_cache import FlagCache
 from storage.db.tx import _WRITES_USER_MESSAGES
-from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.fetch.message_fetch import GetMessages, get_messages
 from storage.fetch.narrow import build_query, parse_narrow
 from storage.fetch.narrow_select import keeps_flags, select_sql
 from storage.model import flags as flag_bits
@@ -148,7 +148,7 @@ def test_reads_after_a_write_in_the_same_transaction_are_not_kept(org_two_in_ran
     live = org_two_in_random
     message_id = post(live, live.alice, "general", "lunch", "hello")
     narrow = [{"operator": "channel", "operand": "general"}]
-    request = msgspec.convert({"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}, FetchRequest)
+    request = msgspec.convert({"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}, GetMessages)
     bob = live.user(live.bob.id)
 
     def write_then_read(tx):
