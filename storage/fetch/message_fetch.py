@@ -27,7 +27,7 @@ from storage.fetch.message_objects import (
     message_tuple_objects,
 )
 from storage.fetch.narrow import MUTED_SQL, MUTED_TOPIC_SQL, Query, Term, bad_narrow, build_query, parse_narrow
-from storage.fetch.narrow_select import find_rows
+from storage.fetch.narrow_select import Side, find_rows
 from storage.model import recipients
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User
@@ -184,7 +184,7 @@ def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
 
 def first_unread(tx: Tx, query: Query) -> int | None:
     """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
-    found = find_rows(tx, unread_query(query), ">= ?", [0], False, 1)
+    found = find_rows(tx, unread_query(query), Side.AT_OR_AFTER, 0, 1)
     return found[0][0] if found else None
 
 
@@ -216,7 +216,7 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     first = tx.value(FIRST_SINCE_SQL, (moment,))
     if first is None:
         return None
-    found = find_rows(tx, query, ">= ?", [first], False, 1)
+    found = find_rows(tx, query, Side.AT_OR_AFTER, first, 1)
     return found[0][0] if found else None
 
 
@@ -235,7 +235,7 @@ def get_messages(tx: Tx, user: User, request: GetMessages, cache_bytes: int | No
     if anchor is None:
         assert request.message_ids is not None
         columns = _columns(query, request, cache_bytes)
-        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, columns)
+        rows = find_rows(tx, ids_query(query, request.message_ids), Side.AT_OR_AFTER, 0, None, columns)
         body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
         body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
         return body
@@ -271,13 +271,13 @@ def select_range(
     """
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
-    comparison = "<= ?" if include_anchor else "< ?"
-    before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns, flag_entries)
-    # Descending and at most the anchor: only the first row can be the anchor.
+    down = Side.AT_OR_BEFORE if include_anchor else Side.BEFORE
+    before = find_rows(tx, query, down, anchor, num_before + include_anchor, columns, flag_entries)
+    # Newest first and at most the anchor: only the first row can be the anchor.
     anchor_rows = before[:1] if before and before[0][0] == anchor else []
     before = before[len(anchor_rows) : len(anchor_rows) + num_before]
     before.reverse()
-    after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns, flag_entries)
+    after = find_rows(tx, query, Side.AFTER, anchor, num_after, columns, flag_entries)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
     return before + anchor_rows + after, found_oldest, found_newest

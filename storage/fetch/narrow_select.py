@@ -1,7 +1,12 @@
-"""A built narrow Query as SQL, and running it within the request's CPU budget (storage/fetch/narrow.py builds it)."""
+"""A built narrow Query as SQL, and running it within the request's CPU budget (storage/fetch/narrow.py builds it).
+
+A scan reads the matching messages on one Side of an anchor id; select_sql is the one place where a
+Side becomes SQL.
+"""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import msgspec
@@ -31,19 +36,37 @@ FLAGS_OF_SQL = (
 )
 
 
+class Side(enum.Enum):
+    """Which messages a scan reads from an anchor id, and in what order (ids grow with time)."""
+
+    AT_OR_BEFORE = enum.auto()  # the anchor and older ones, newest first
+    BEFORE = enum.auto()  # older ones, newest first
+    AFTER = enum.auto()  # newer ones, oldest first
+    AT_OR_AFTER = enum.auto()  # the anchor and newer ones, oldest first
+
+
+# A Side as SQL: the comparison of the scan's ordering column with the anchor, and the scan's order.
+SIDE_SQL = {
+    Side.AT_OR_BEFORE: ("<= ?", "DESC"),
+    Side.BEFORE: ("< ?", "DESC"),
+    Side.AFTER: ("> ?", "ASC"),
+    Side.AT_OR_AFTER: (">= ?", "ASC"),
+}
+
+
 def select_sql(
     query: Query,
-    comparison: str,
-    descending: bool,
+    side: Side,
+    anchor: int,
     limit: int | None,
     columns: str | None = None,
     join_viewer: bool = True,
 ) -> tuple[str, list[Any]]:
-    """Return SQL and parameters selecting matching messages on one side of an anchor.
+    """Return SQL and parameters selecting matching messages on one side of an anchor id.
 
-    `comparison` is an SQL fragment on the ordering column, such as "<= ?" or "> ?"; `columns`
-    what to select from `m` and `um` (default: id, flags). Without `join_viewer`, a history-mode
-    range reads `m` alone (SQLite keeps an unused LEFT JOIN): `columns` and filters must not name `um`.
+    `columns` is what to select from `m` and `um` (default: id, flags). Without `join_viewer`, a
+    history-mode range reads `m` alone (SQLite keeps an unused LEFT JOIN): `columns` and filters must
+    not name `um`.
     """
     if not join_viewer:
         assert query.history and query.driver in HISTORY_RANGES, query.driver
@@ -76,11 +99,13 @@ def select_sql(
     filters, filter_params = _filters(query)
     where.extend(f"({f})" for f in filters)
     params.extend(filter_params)
+    comparison, order = SIDE_SQL[side]
     where.append(f"{order_column} {comparison}")
+    params.append(anchor)
     selected = columns or f"{order_column} AS id, um.flags AS flags"
     sql = f"SELECT {selected} FROM {source} WHERE {' AND '.join(where)}"
     if query.driver != "id":  # an id term matches one row at most: nothing to order
-        sql += f" ORDER BY {order_column} {'DESC' if descending else 'ASC'}"
+        sql += f" ORDER BY {order_column} {order}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql, params
@@ -122,14 +147,13 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
 def find_rows(
     tx: Tx,
     query: Query,
-    comparison: str,
-    values: list[Any],
-    descending: bool,
+    side: Side,
+    anchor: int,
     limit: int | None,
     columns: str | None = None,
     flag_entries: int = 0,
 ) -> list[tuple[Any, ...]]:
-    """Return tuples of `columns` of matching messages.
+    """Return tuples of `columns` of the matching messages on one side of the anchor, in the scan's order.
 
     The default columns are id and flags, flags None for historical rows. With `flag_entries` (the
     bound of storage/cache/flag_cache.py), a query keeps_flags accepts takes its flags from that cache.
@@ -137,14 +161,14 @@ def find_rows(
     if query.empty or limit == 0:
         return []
     if flag_entries and keeps_flags(query, columns, limit):
-        return _rows_with_kept_flags(tx, query, comparison, values, descending, limit, flag_entries)
-    sql, params = select_sql(query, comparison, descending, limit, columns)
+        return _rows_with_kept_flags(tx, query, side, anchor, limit, flag_entries)
+    sql, params = select_sql(query, side, anchor, limit, columns)
     if limit is not None and every_row_matches(query):
         # The scan stops after `limit` rows: the budget's progress handler (a Python call every
         # PROGRESS_STEPS instructions, set and cleared around the statement) is not needed.
-        return tx.tuples(sql, params + values)
+        return tx.tuples(sql, params)
     try:
-        return tx.bounded(sql, params + values)
+        return tx.bounded(sql, params)
     except QueryBudgetExceeded:
         raise ApiError(NARROW_TOO_SLOW) from None
 
@@ -165,20 +189,20 @@ def keeps_flags(query: Query, columns: str | None, limit: int | None) -> bool:
 
 
 def _rows_with_kept_flags(
-    tx: Tx, query: Query, comparison: str, values: list[Any], descending: bool, limit: int | None, entries: int
+    tx: Tx, query: Query, side: Side, anchor: int, limit: int | None, entries: int
 ) -> list[tuple[Any, ...]]:
     """(id, flags) rows: ids from the narrow's index, flags from the viewer's kept ones (cache/flag_cache.py)."""
     cache = directory(tx).flags
     cache.limit = entries
     kept = cache.of(query.user_id)
     if kept is None:  # a viewer not seen yet: the usual join, and its flags kept
-        rows = find_rows(tx, query, comparison, values, descending, limit)
+        rows = find_rows(tx, query, side, anchor, limit)
         cache.misses += len(rows)
         if tx.unwritten():
             cache.keep(query.user_id, dict(rows))
         return rows
-    sql, params = select_sql(query, comparison, descending, limit, "m.id", join_viewer=False)
-    ids = [row[0] for row in tx.tuples(sql, params + values)]
+    sql, params = select_sql(query, side, anchor, limit, "m.id", join_viewer=False)
+    ids = [row[0] for row in tx.tuples(sql, params)]
     flags = [kept.get(message_id, _MISSING) for message_id in ids]
     if _MISSING not in flags:
         cache.hits += len(ids)
