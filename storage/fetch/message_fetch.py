@@ -10,24 +10,19 @@ from __future__ import annotations
 import bisect
 import datetime
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from storage.cache.flag_cache import entries_for
 from storage.db.tx import Tx
 from storage.fetch.message_access import access_message
-from storage.fetch.message_encoded import ID_COLUMNS, encoded_page
-from storage.fetch.message_objects import (
-    HTML_ROW_COLUMNS,
-    RENDERED,
-    ROW_COLUMNS,
-    Formats,
-    MessageObject,
-    message_tuple_objects,
-)
+from storage.fetch.message_encoded import encoded_page, encoded_search_page
+from storage.fetch.message_objects import RENDERED, Formats, MessageObject, MessageRow, message_tuple_objects
 from storage.fetch.narrow import MUTED_SQL, MUTED_TOPIC_SQL, Query, Term, bad_narrow, build_query, parse_narrow
-from storage.fetch.narrow_select import Side, find_rows
+from storage.fetch.narrow_select import Side, find_flag_rows, find_message_rows
 from storage.model import recipients
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User
@@ -43,7 +38,6 @@ UNSUPPORTED_COMBINATION = (
 TOO_MANY = f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
 # Terms the `with` operator replaces by the conversation of its message (Zulip's list).
 CONVERSATION_OPERATORS = {"stream", "channel", "topic", "dm", "pm-with"}
-
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
@@ -184,7 +178,7 @@ def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
 
 def first_unread(tx: Tx, query: Query) -> int | None:
     """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
-    found = find_rows(tx, unread_query(query), Side.AT_OR_AFTER, 0, 1)
+    found = find_flag_rows(tx, unread_query(query), Side.AT_OR_AFTER, 0, 1)
     return found[0][0] if found else None
 
 
@@ -216,8 +210,14 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     first = tx.value(FIRST_SINCE_SQL, (moment,))
     if first is None:
         return None
-    found = find_rows(tx, query, Side.AT_OR_AFTER, first, 1)
+    found = find_flag_rows(tx, query, Side.AT_OR_AFTER, first, 1)
     return found[0][0] if found else None
+
+
+Row = TypeVar("Row", bound=tuple[Any, ...])
+# Reads one scan's rows in one shape, (tx, query, side, anchor id, limit) -> rows in the scan's order:
+# narrow_select.find_flag_rows (FlagRow) or find_message_rows (MessageRow).
+Find = Callable[[Tx, Query, Side, int, int | None], list[Row]]
 
 
 def get_messages(tx: Tx, user: User, request: GetMessages, cache_bytes: int | None = None) -> dict[str, Any]:
@@ -232,58 +232,65 @@ def get_messages(tx: Tx, user: User, request: GetMessages, cache_bytes: int | No
     terms = rewrite_with(tx, user, terms)
     check_sizes(request)
     query = build_query(tx, user, terms)
+    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
+    if cache_bytes is not None and not query.search_terms:
+        # Ids and flags only: the messages' bytes come from the encoded-message cache.
+        find_flags = partial(find_flag_rows, flag_entries=entries_for(cache_bytes))
+        flag_rows, body = _select_page(tx, query, request, anchor, find_flags)
+        body["messages"] = encoded_page(tx, flag_rows, formats, cache_bytes)
+        return body
+    rows, body = _select_page(tx, query, request, anchor, partial(find_message_rows, markdown=request.apply_markdown))
+    if cache_bytes is not None:
+        body["messages"] = encoded_search_page(tx, rows, formats, query.search_terms, cache_bytes)
+    else:
+        body["messages"] = _objects(tx, rows, formats, query.search_terms)
+    return body
+
+
+def _select_page(
+    tx: Tx, query: Query, request: GetMessages, anchor: Anchor | None, find: Find[Row]
+) -> tuple[list[Row], dict[str, Any]]:
+    """The page's rows (ascending) and the body's fields before `messages`: by message_ids, or a range."""
     if anchor is None:
         assert request.message_ids is not None
-        columns = _columns(query, request, cache_bytes)
-        rows = find_rows(tx, ids_query(query, request.message_ids), Side.AT_OR_AFTER, 0, None, columns)
-        body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
-        body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
-        return body
+        rows = find(tx, ids_query(query, request.message_ids), Side.AT_OR_AFTER, 0, None)
+        return rows, {"found_anchor": False, "found_oldest": False, "found_newest": False, "history_limited": False}
     assert request.num_before is not None and request.num_after is not None
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
-        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
-        _columns(query, request, cache_bytes), entries_for(cache_bytes),
-    )  # fmt: skip
-    return {
+        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after, find
+    )
+    return rows, {
         "anchor": value,
         "found_anchor": _holds(rows, value),
         "found_oldest": found_oldest,
         "found_newest": found_newest,
         "history_limited": False,
-        "messages": _objects(tx, request, query, rows, cache_bytes),
     }
 
 
 def select_range(
-    tx: Tx,
-    query: Query,
-    anchor: int,
-    include_anchor: bool,
-    num_before: int,
-    num_after: int,
-    columns: str | None = None,
-    flag_entries: int = 0,
-) -> tuple[list[tuple[Any, ...]], bool, bool]:
-    """Return (rows ascending, found_oldest, found_newest): one query down and one up from the anchor.
+    tx: Tx, query: Query, anchor: int, include_anchor: bool, num_before: int, num_after: int, find: Find[Row]
+) -> tuple[list[Row], bool, bool]:
+    """Return (rows ascending, found_oldest, found_newest): one scan down from the anchor and one up.
 
-    Rows are tuples of `columns` (default: id, flags); `flag_entries`: find_rows'.
+    `find` reads each scan, and its rows' shape is the page's.
     """
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
     down = Side.AT_OR_BEFORE if include_anchor else Side.BEFORE
-    before = find_rows(tx, query, down, anchor, num_before + include_anchor, columns, flag_entries)
+    before = find(tx, query, down, anchor, num_before + include_anchor)
     # Newest first and at most the anchor: only the first row can be the anchor.
     anchor_rows = before[:1] if before and before[0][0] == anchor else []
     before = before[len(anchor_rows) : len(anchor_rows) + num_before]
     before.reverse()
-    after = find_rows(tx, query, Side.AFTER, anchor, num_after, columns, flag_entries)
+    after = find(tx, query, Side.AFTER, anchor, num_after)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
     return before + anchor_rows + after, found_oldest, found_newest
 
 
-def _holds(rows: list[tuple[Any, ...]], message_id: int) -> bool:
+def _holds(rows: list[Row], message_id: int) -> bool:
     """Whether rows (ascending by id) hold this message."""
     index = bisect.bisect_left(rows, message_id, key=lambda row: row[0])
     return index < len(rows) and rows[index][0] == message_id
@@ -306,22 +313,11 @@ def ids_query(query: Query, message_ids: list[int]) -> Query:
     return result
 
 
-def _columns(query: Query, request: GetMessages, cache_bytes: int | None) -> str | None:
-    """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
-    if cache_bytes is None or query.search_terms:
-        return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
-    return ID_COLUMNS
-
-
-def _objects(
-    tx: Tx, request: GetMessages, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
-) -> list[MessageObject] | msgspec.Raw:
-    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
-    if cache_bytes is not None:
-        return encoded_page(tx, rows, formats, query.search_terms, cache_bytes)
+def _objects(tx: Tx, rows: list[MessageRow], formats: Formats, search_terms: list[str]) -> list[MessageObject]:
+    """The page's message objects (the encoded-message cache off), with highlights for a search narrow."""
     objects = message_tuple_objects(tx, rows, formats)
-    if query.search_terms:
+    if search_terms:
         for obj, row in zip(objects, rows, strict=True):
-            obj.match_content = highlight_content(row[RENDERED], query.search_terms)
-            obj.match_subject = highlight_topic(obj.subject, query.search_terms)
+            obj.match_content = highlight_content(row[RENDERED], search_terms)
+            obj.match_subject = highlight_topic(obj.subject, search_terms)
     return objects

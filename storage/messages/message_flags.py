@@ -18,6 +18,7 @@ from storage.db.tx import Tx, topic_key
 from storage.fetch.message_access import access_message
 from storage.fetch.message_fetch import Anchor, GetMessages, anchor_value, parse_anchor, rewrite_with, select_range
 from storage.fetch.narrow import MUTED_SQL, Query, build_query, parse_narrow
+from storage.fetch.narrow_select import find_flag_rows
 from storage.model import flags, recipients
 from storage.model.errors import ApiError
 from storage.model.user import User
@@ -202,7 +203,9 @@ def update_message_flags_for_narrow(tx: Tx, user: User, request: FlagsForNarrowR
     num_before, num_after = clamp(request.num_before, request.num_after)
     query = own_rows_only(build_query(tx, user, rewrite_with(tx, user, terms)))
     value = anchor_value(tx, query, anchor)
-    rows, found_oldest, found_newest = select_range(tx, query, value, request.include_anchor, num_before, num_after)
+    rows, found_oldest, found_newest = select_range(
+        tx, query, value, request.include_anchor, num_before, num_after, find_flag_rows
+    )
     bit = check_flag(request.flag, request.op)
     ids = [row[0] for row in rows]
     in_ids = "SELECT id, channel_id FROM messages WHERE id IN (SELECT value FROM json_each(?))"

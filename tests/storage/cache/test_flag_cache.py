@@ -15,7 +15,7 @@ from storage.cache.flag_cache import FlagCache
 from storage.db.tx import _WRITES_USER_MESSAGES
 from storage.fetch.message_fetch import GetMessages, get_messages
 from storage.fetch.narrow import build_query, parse_narrow
-from storage.fetch.narrow_select import Side, keeps_flags, select_sql
+from storage.fetch.narrow_select import Selected, Side, keeps_flags, select_sql
 from storage.model import flags as flag_bits
 from tests.storage.cache.test_message_cache import http_params, make_org, uncached
 from tests.support.channel_helpers import make_channel, subscribe
@@ -236,8 +236,8 @@ def test_a_topic_page_reads_only_the_topic_index(org_two_in_random):
 
     def plan(tx):
         query = build_query(tx, bob, parse_narrow(narrow))
-        assert keeps_flags(query, None, 100)
-        sql, params = select_sql(query, Side.AT_OR_BEFORE, 10**16, 100, "m.id", join_viewer=False)
+        assert keeps_flags(query, 100)
+        sql, params = select_sql(query, Side.AT_OR_BEFORE, 10**16, 100, Selected.IDS)
         return [row[3] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     [step] = live.read(plan)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from storage.fetch import message_fetch
-from storage.fetch.message_objects import ROW_COLUMNS
 from storage.fetch.narrow import Term, build_query
-from storage.fetch.narrow_select import Side, select_sql
+from storage.fetch.narrow_select import Selected, Side, select_sql
 
 
 def page_plan(db, user, terms):
     def explain(tx):
-        sql, params = select_sql(build_query(tx, user, terms), Side.AT_OR_BEFORE, 10**16, 1000, ROW_COLUMNS)
+        sql, params = select_sql(build_query(tx, user, terms), Side.AT_OR_BEFORE, 10**16, 1000, Selected.MESSAGE_ROWS)
         return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     return db.read(explain)
