@@ -32,8 +32,6 @@ DRIVER_WHERE = {
     "all": "1",
     "fts": "messages_fts MATCH ?",
 }
-# storage/cache/flag_cache.py: a viewer's flags not kept (a kept one is a bit set, or None: no row).
-_MISSING = -1
 FLAGS_OF_SQL = (
     "SELECT message_id, flags FROM user_messages WHERE user_id = ? AND message_id IN (SELECT value FROM json_each(?))"
 )
@@ -218,7 +216,11 @@ def keeps_flags(query: Query, limit: int | None) -> bool:
 def _rows_with_kept_flags(
     tx: Tx, query: Query, side: Side, anchor: int, limit: int | None, entries: int
 ) -> list[FlagRow]:
-    """(id, flags) rows: ids from the narrow's index, flags from the viewer's kept ones (cache/flag_cache.py)."""
+    """(id, flags) rows: ids from the narrow's index, flags from the viewer's kept ones (cache/flag_cache.py).
+
+    The viewer's kept flags are a dict by message id, whose None is a historical message's: a message
+    not in the dict has no flags kept.
+    """
     cache = directory(tx).flags
     cache.limit = entries
     kept = cache.of(query.user_id)
@@ -230,18 +232,18 @@ def _rows_with_kept_flags(
         return rows
     sql, params = select_sql(query, side, anchor, limit, Selected.IDS)
     ids = [row[0] for row in tx.tuples(sql, params)]
-    flags = [kept.get(message_id, _MISSING) for message_id in ids]
-    if _MISSING not in flags:
+    try:
+        flags = list(map(kept.__getitem__, ids))
+    except KeyError:  # some have no flags kept: those are read in one query
+        missing = [message_id for message_id in ids if message_id not in kept]
+    else:
         cache.hits += len(ids)
         return list(zip(ids, flags, strict=True))
-    missing = [message_id for message_id, bits in zip(ids, flags, strict=True) if bits == _MISSING]
     read = dict(tx.tuples(FLAGS_OF_SQL, (query.user_id, msgspec.json.encode(missing).decode())))
     fresh = {message_id: read.get(message_id) for message_id in missing}
+    rows = [(message_id, fresh[message_id] if message_id in fresh else kept[message_id]) for message_id in ids]
     cache.misses += len(missing)
     cache.hits += len(ids) - len(missing)
     if tx.unwritten():
         cache.keep(query.user_id, fresh)
-    return [
-        (message_id, fresh[message_id] if bits == _MISSING else bits)
-        for message_id, bits in zip(ids, flags, strict=True)
-    ]
+    return rows
