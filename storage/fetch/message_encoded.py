@@ -65,7 +65,6 @@ def _prefixes(
     known = directory(tx)
     cache = known.messages
     cache.limit = limit
-    linkifiers = linkify.current(tx)
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
     prefixes = cache.lookup(shape, message_ids)
     missing: list[int] = []
@@ -75,6 +74,7 @@ def _prefixes(
     cache.misses += len(missing)
     if missing:
         keep = not known.journal.pending  # nothing read while a reported write may be uncommitted
+        linkifiers = linkify.current(tx)  # what building the missing ones needs (topic links)
         if rows is not None:  # whole rows: build the missing messages from them
             wanted = set(missing)
             unflagged = [(row[0], *row[2:]) for row in rows if row[0] in wanted]
