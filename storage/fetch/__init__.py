@@ -17,7 +17,7 @@ A page of GET /messages, from the request to the bytes (module: function, then w
   tornchat/direct_get.py: DirectGet.finish              the headers and the body written, the access line logged
 
 Beside that path: HEAD and a GET with a form body come in through MessagesHandler.get; message_ids
-reads one scan (message_fetch.ids_query); first_unread and anchor=date one more (anchor_value). Search
+reads one scan (narrow_select.ids_query); first_unread and anchor=date one more (anchor_value). Search
 narrows, and every page with the encoded-message cache off, read whole rows (find_message_rows), which
 message_encoded.encoded_search_page or message_objects.message_tuple_objects turn into messages.
 """

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import datetime
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any, TypeVar
@@ -21,8 +20,8 @@ from storage.db.tx import Tx
 from storage.fetch.message_access import access_message
 from storage.fetch.message_encoded import encoded_page, encoded_search_page
 from storage.fetch.message_objects import RENDERED, Formats, MessageObject, MessageRow, message_tuple_objects
-from storage.fetch.narrow import MUTED_SQL, MUTED_TOPIC_SQL, Query, Term, bad_narrow, build_query, parse_narrow
-from storage.fetch.narrow_select import Side, find_flag_rows, find_message_rows
+from storage.fetch.narrow import Query, Term, bad_narrow, build_query, parse_narrow
+from storage.fetch.narrow_select import Side, find_flag_rows, find_message_rows, ids_query, unread_query
 from storage.model import recipients
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User
@@ -182,25 +181,6 @@ def first_unread(tx: Tx, query: Query) -> int | None:
     return found[0][0] if found else None
 
 
-def unread_query(query: Query) -> Query:
-    """The query limited to the user's unread, unmuted rows, driven by user_messages_unread.
-
-    Historical messages are never unread, so the narrow's own driver gives way to the unread index.
-    Inside a channel narrow only topic muting applies: one may read a muted channel (Zulip's rule).
-    """
-    unread = msgspec.structs.replace(
-        query, history=False, driver="flag", flag_condition="unread", driver_params=[],
-        filters=list(query.filters), params=list(query.params),
-    )  # fmt: skip
-    if query.dm_only:  # muting is about channels: nothing to skip
-        return unread
-    if query.channel_id is None:
-        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
-    else:
-        unread.add(MUTED_TOPIC_SQL, [query.user_id], negated=True)
-    return unread
-
-
 # anchor=date: the first message sent at or after a moment, by messages_by_date.
 FIRST_SINCE_SQL = "SELECT id FROM messages WHERE date_sent >= ? ORDER BY date_sent, id LIMIT 1"
 
@@ -294,23 +274,6 @@ def _holds(rows: list[Row], message_id: int) -> bool:
     """Whether rows (ascending by id) hold this message."""
     index = bisect.bisect_left(rows, message_id, key=lambda row: row[0])
     return index < len(rows) and rows[index][0] == message_id
-
-
-def ids_query(query: Query, message_ids: list[int]) -> Query:
-    """The query limited to requested ids, readable channel history included unless `is:` forbids it.
-
-    Outside history mode the hidden-channel filter is already there, so a channel whose history is
-    public to subscribers and is not hidden is one whose history the user may read.
-    """
-    ids = json.dumps(sorted({i for i in message_ids if i < 2**63}))
-    result = msgspec.structs.replace(
-        query, driver="ids", driver_params=[ids], filters=list(query.filters), params=list(query.params)
-    )
-    if not query.history and query.history_allowed:
-        result.history = True
-        result.add("um.message_id IS NOT NULL OR m.channel_id IN"
-                   " (SELECT c.id FROM channels AS c WHERE c.history_public_to_subscribers)", [])  # fmt: skip
-    return result
 
 
 def _objects(tx: Tx, rows: list[MessageRow], formats: Formats, search_terms: list[str]) -> list[MessageObject]:

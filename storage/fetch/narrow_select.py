@@ -3,12 +3,14 @@
 A scan reads the matching messages on one Side of an anchor id, in one of two row shapes, each read by
 its own function: find_flag_rows' FlagRow (id, flags), which the encoded-message cache turns into a
 page, and find_message_rows' MessageRow (storage/fetch/message_objects.py), whole messages.
-select_sql is the one place where a Side and what a scan selects become SQL.
+select_sql is the one place where a Side and what a scan selects become SQL; unread_query and
+ids_query give a built Query another driving scan (first_unread's, message_ids').
 """
 
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import msgspec
@@ -16,7 +18,7 @@ import msgspec
 from storage.cache.directory import directory
 from storage.db.tx import QueryBudgetExceeded, Tx
 from storage.fetch.message_objects import HTML_ROW_COLUMNS, ROW_COLUMNS, MessageRow
-from storage.fetch.narrow import IS_FLAG_CONDITIONS, Query
+from storage.fetch.narrow import IS_FLAG_CONDITIONS, MUTED_SQL, MUTED_TOPIC_SQL, Query
 from storage.model.errors import ApiError
 
 # Within narrow.py's bounds, terms that reject every row still walk the whole history: the queries
@@ -162,6 +164,48 @@ def _filters(query: Query) -> tuple[list[str], list[Any]]:
         del filters[filter_index]
         del params[param_index : param_index + count]
     return filters, params
+
+
+# -- other scans of a narrow: its unread messages, the ids asked for -------------------------
+
+
+def unread_query(query: Query) -> Query:
+    """The query limited to the user's unread, unmuted rows, driven by user_messages_unread.
+
+    Historical messages are never unread, so the narrow's own driver gives way to the unread index.
+    Inside a channel narrow only topic muting applies: one may read a muted channel (Zulip's rule).
+    """
+    unread = msgspec.structs.replace(
+        query, history=False, driver="flag", flag_condition="unread", driver_params=[],
+        filters=list(query.filters), params=list(query.params),
+    )  # fmt: skip
+    if query.dm_only:  # muting is about channels: nothing to skip
+        return unread
+    if query.channel_id is None:
+        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
+    else:
+        unread.add(MUTED_TOPIC_SQL, [query.user_id], negated=True)
+    return unread
+
+
+def ids_query(query: Query, message_ids: list[int]) -> Query:
+    """The query limited to requested ids, readable channel history included unless `is:` forbids it.
+
+    Outside history mode the hidden-channel filter is already there, so a channel whose history is
+    public to subscribers and is not hidden is one whose history the user may read.
+    """
+    ids = json.dumps(sorted({i for i in message_ids if i < 2**63}))
+    result = msgspec.structs.replace(
+        query, driver="ids", driver_params=[ids], filters=list(query.filters), params=list(query.params)
+    )
+    if not query.history and query.history_allowed:
+        result.history = True
+        result.add("um.message_id IS NOT NULL OR m.channel_id IN"
+                   " (SELECT c.id FROM channels AS c WHERE c.history_public_to_subscribers)", [])  # fmt: skip
+    return result
+
+
+# -- running a scan --------------------------------------------------------------------------
 
 
 def find_flag_rows(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from storage.fetch import message_fetch
 from storage.fetch.narrow import Term, build_query
-from storage.fetch.narrow_select import Selected, Side, select_sql
+from storage.fetch.narrow_select import Selected, Side, ids_query, select_sql, unread_query
 
 
 def page_plan(db, user, terms):
@@ -87,8 +86,8 @@ def test_filters_the_driver_implies_come_back_under_another_driver(plans_db):
 
     def sqls(tx):
         query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
-        unread, _ = select_sql(message_fetch.unread_query(query), Side.AT_OR_AFTER, 0, 1)
-        by_ids, _ = select_sql(message_fetch.ids_query(query, [1, 2]), Side.AT_OR_AFTER, 0, None)
+        unread, _ = select_sql(unread_query(query), Side.AT_OR_AFTER, 0, 1)
+        by_ids, _ = select_sql(ids_query(query, [1, 2]), Side.AT_OR_AFTER, 0, None)
         return unread, by_ids
 
     for sql in db.read(sqls):

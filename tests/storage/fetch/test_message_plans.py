@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from storage.fetch import message_fetch
+from storage.fetch import message_fetch, narrow_select
 from storage.fetch.narrow import Term, build_query
 from storage.fetch.narrow_select import Side, select_sql
 
@@ -30,11 +30,11 @@ def assert_scan(details, driving, index):
 
 
 def unread(query):
-    return message_fetch.unread_query(query)
+    return narrow_select.unread_query(query)
 
 
 def message_ids(query):
-    return message_fetch.ids_query(query, [1, 5, 9])
+    return narrow_select.ids_query(query, [1, 5, 9])
 
 
 # name: (viewer, terms, driving table, index, transform)
