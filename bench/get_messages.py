@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database  # noqa: E402
-from storage.fetch.message_fetch import FetchRequest, get_messages  # noqa: E402
+from storage.fetch.message_fetch import GetMessages, get_messages  # noqa: E402
 from storage.model import flags, recipients
 from storage.org import realm as realm_storage  # noqa: E402
 from storage.org import users  # noqa: E402
@@ -324,14 +324,14 @@ def main() -> None:
         )
     )
     cases = {
-        "newest 1000": FetchRequest(anchor="newest", num_before=1000, num_after=0),
-        "channel+topic newest 1000": FetchRequest(
+        "newest 1000": GetMessages(anchor="newest", num_before=1000, num_after=0),
+        "channel+topic newest 1000": GetMessages(
             anchor="newest",
             num_before=1000,
             num_after=0,
             narrow=[{"operator": "channel", "operand": channel_id}, {"operator": "topic", "operand": topic}],
         ),
-        "anchor mid 500/500": FetchRequest(anchor=str(middle), num_before=500, num_after=500),
+        "anchor mid 500/500": GetMessages(anchor=str(middle), num_before=500, num_after=500),
     }
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()},"
@@ -351,7 +351,7 @@ def main() -> None:
     time_http(settings, viewer, cases, args.repeat)
 
 
-def time_http(settings: Settings, viewer: users.User, cases: dict[str, FetchRequest], repeat: int) -> None:
+def time_http(settings: Settings, viewer: users.User, cases: dict[str, GetMessages], repeat: int) -> None:
     """The same fetches over HTTP (keep-alive, one client) against a server in a thread."""
     import asyncio
     import base64

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from storage.channels.channel_creation import ChannelOptions, create_channel
 from storage.db.database import Database  # noqa: E402
-from storage.fetch.message_fetch import FetchRequest, get_messages  # noqa: E402
+from storage.fetch.message_fetch import GetMessages, get_messages  # noqa: E402
 from storage.messages.messages import SendRequest, send_message  # noqa: E402
 from storage.model import recipients  # noqa: E402
 from storage.org import linkifiers, users
@@ -109,7 +109,7 @@ class Organization:
         self.owner = bootstrap(settings, "owner@bench.example", "a long bench password")
         self.db = Database(settings.database_path)
         self.channel_id, self.people = build(self.db, self.owner)
-        self.newest = FetchRequest(anchor="newest", num_before=1000, num_after=0)
+        self.newest = GetMessages(anchor="newest", num_before=1000, num_after=0)
 
     def fetch(self) -> object:
         return self.db.read(get_messages, self.people[1], self.newest)

@@ -1,4 +1,4 @@
-"""GETs answered without a RequestHandler (issue 12: what a small page of GET /messages costs).
+"""GETs answered without a RequestHandler (bench/README.md, third round).
 
 Tornado builds a RequestHandler for every request: a headers object, a coroutine, prepare, flush
 and finish, the transforms. For a page of cached messages that was about a fifth of the request.

@@ -2,7 +2,7 @@
 
 Every answered request logs a line (tornchat/http_edge.py, log_access). Made into a LogRecord,
 passed down the logger hierarchy and written one by one, those lines took about a tenth of the
-server's time on small cached pages (issue 12). So `tornchat serve`:
+server's time on small cached pages (bench/README.md, sixth round). So `tornchat serve`:
 
 - hands log_access's lines straight to its handler (no LogRecord: the line's text and time are
   all the format shows), where the root logger holds that handler alone;

@@ -1,4 +1,7 @@
-"""Process settings `tornchat serve` applies once started: the garbage collector and malloc (issue 12)."""
+"""Process settings `tornchat serve` applies once started: the garbage collector and malloc.
+
+What each one saved is in bench/README.md (GET /messages against the floor, third and fourth rounds).
+"""
 
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ def tune_garbage_collector() -> None:
     collector's full passes skip it. A page of messages holds thousands of container objects at
     once (rows, message objects), which reference counting frees when the page is answered; at
     Python's default young threshold they set off a collection every 700, and a full pass every
-    few pages (issue 12: 6% of the server's time on pages of 5,000). Cycles are still collected,
-    once 50,000 more objects were created than freed.
+    few pages (6% of the server's time on pages of 5,000). Cycles are still collected, once 50,000
+    more objects were created than freed.
     """
     gc.collect()
     gc.freeze()
@@ -40,7 +43,7 @@ def tune_malloc() -> bool:
     of that size. By default glibc maps each buffer past 128 KB from the kernel and unmaps it when
     freed (its dynamic threshold moves up, but trimming then hands the heap's top back), so every
     such response touched fresh pages: a page fault every 4 KB, about a sixth of the time of a
-    300 KB answer (issue 12). Buffers up to MMAP_THRESHOLD now come from the heap, and the heap
+    300 KB answer. Buffers up to MMAP_THRESHOLD now come from the heap, and the heap
     keeps up to TRIM_THRESHOLD free at its top: the process holds up to that much more memory.
     """
     if sys.platform != "linux" or platform.libc_ver()[0] != "glibc":

@@ -51,9 +51,9 @@ def connect(path: str) -> sqlite3.Connection:
     # INSERT OR REPLACE deletes the rows it replaces: with recursive triggers on, that fires their DELETE
     # triggers, so the change journal (storage/cache/journal.py) hears of every row a statement removes.
     conn.execute("PRAGMA recursive_triggers = ON")
-    # Page cache and memory map sized for the database (issue 12): SQLite's default 2 MB cache
-    # makes a page of 1,000 messages over a large file miss often. Both are ceilings: pages are
-    # allocated as read, and the map covers only the file as it is.
+    # Page cache and memory map sized for the database: SQLite's default 2 MB cache makes a page
+    # of 1,000 messages over a large file miss often (bench/README.md: GET /messages). Both are
+    # ceilings: pages are allocated as read, and the map covers only the file as it is.
     conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
     conn.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
     return conn

@@ -1,16 +1,17 @@
 """A page of GET /messages as JSON bytes from the encoded-message cache (storage/cache/message_cache.py).
 
-The page's query selects only what changes per viewer or request: id and flags (and, for search
-narrows, what the highlights read). Messages missing from the cache are read in one more query,
-built as storage/fetch/message_objects.py builds them, encoded and kept. The bytes equal those of
-encoding the objects message_objects returns (tests/test_message_cache.py compares them).
+The page's query selects only what changes per viewer or request: id and flags (encoded_page). A
+search narrow's selects whole rows (encoded_search_page): the highlights read rendered_content, the
+scan reads each message row anyway, and messages not cached yet are built from those rows. Other
+messages missing from the cache are read in one more query, built as storage/fetch/message_objects.py
+builds them, encoded and kept. The bytes equal those of encoding the objects message_objects returns
+(tests/test_message_cache.py compares them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any
 
 import msgspec
 
@@ -18,35 +19,63 @@ from storage.cache.directory import Directory, directory
 from storage.cache.message_cache import closing_tail, flags_tail, highlights, join, prefix, shape_of
 from storage.channels.topics import display_topic
 from storage.db.tx import Tx
-from storage.fetch.message_objects import CHANNEL_ID, MESSAGE_COLUMNS, RENDERED, TOPIC, Formats, unflagged_objects
+from storage.fetch.message_objects import (
+    CHANNEL_ID,
+    MESSAGE_COLUMNS,
+    RENDERED,
+    TOPIC,
+    Formats,
+    MessageRow,
+    unflagged_objects,
+)
+from storage.fetch.narrow_select import FlagRow
 from storage.text import linkify
 from storage.text.search_highlight import highlight_content, highlight_topic
 
-# What the page's query selects: (id, flags), narrow_select's default (None). With search terms it
-# selects whole rows (message_objects.ROW_COLUMNS): the highlights read rendered_content, the scan
-# reads each message row anyway, and messages not cached yet are built from those rows.
-ID_COLUMNS = None
 _first, _second = itemgetter(0), itemgetter(1)  # a row's message id and flags
 
 
-def encoded_page(
-    tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats, search_terms: list[str], limit: int
-) -> msgspec.Raw:
-    """The `messages` array of rows of ID_COLUMNS (ROW_COLUMNS with search terms), oldest first."""
+def encoded_page(tx: Tx, rows: Sequence[FlagRow], formats: Formats, limit: int) -> msgspec.Raw:
+    """The `messages` array of a page of (id, flags) rows, oldest first; `limit`: the cache's bound in bytes."""
     if not rows:
         return join([])
+    return _join_closed(rows, _prefixes(tx, list(map(_first, rows)), formats, limit))
+
+
+def encoded_search_page(
+    tx: Tx, rows: Sequence[MessageRow], formats: Formats, search_terms: list[str], limit: int
+) -> msgspec.Raw:
+    """The `messages` array of a search narrow's page of whole rows, oldest first, with their highlights."""
+    if not rows:
+        return join([])
+    prefixes = _prefixes(tx, [row[0] for row in rows], formats, limit, rows)
+    parts = []
+    for row, found in zip(rows, prefixes, strict=True):
+        subject = display_topic(row[TOPIC], formats.allow_empty_topic_name) if row[CHANNEL_ID] is not None else ""
+        marks = highlights(highlight_content(row[RENDERED], search_terms), highlight_topic(subject, search_terms))
+        parts.append(found + flags_tail(row[1]) + marks + b"}")
+    return join(parts)
+
+
+def _prefixes(
+    tx: Tx, message_ids: list[int], formats: Formats, limit: int, rows: Sequence[MessageRow] | None = None
+) -> list[bytes]:
+    """Each message's cached bytes (message_cache.prefix); those missing are built (from `rows`, whole
+    rows of these messages, where given; else read) and kept."""
     known = directory(tx)
     cache = known.messages
     cache.limit = limit
-    linkifiers = linkify.current(tx)
     shape = shape_of(formats.apply_markdown, formats.client_gravatar, formats.allow_empty_topic_name)
-    prefixes = cache.lookup(shape, map(_first, rows))
-    missing = [row[0] for row, found in zip(rows, prefixes, strict=True) if found is None] if None in prefixes else []
-    cache.hits += len(rows) - len(missing)
+    prefixes = cache.lookup(shape, message_ids)
+    missing: list[int] = []
+    if None in prefixes:
+        missing = [message_id for message_id, found in zip(message_ids, prefixes, strict=True) if found is None]
+    cache.hits += len(message_ids) - len(missing)
     cache.misses += len(missing)
     if missing:
         keep = not known.journal.pending  # nothing read while a reported write may be uncommitted
-        if search_terms:  # whole rows: build the missing messages from them
+        linkifiers = linkify.current(tx)  # what building the missing ones needs (topic links)
+        if rows is not None:  # whole rows: build the missing messages from them
             wanted = set(missing)
             unflagged = [(row[0], *row[2:]) for row in rows if row[0] in wanted]
             fresh = {obj.id: prefix(obj) for obj in unflagged_objects(known, linkifiers, unflagged, formats)}
@@ -55,18 +84,14 @@ def encoded_page(
         if keep:
             for message_id, encoded in fresh.items():
                 cache.put(shape, message_id, encoded)
-        prefixes = [fresh[row[0]] if found is None else found for row, found in zip(rows, prefixes, strict=True)]
-    if not search_terms:
-        return _join_closed(rows, prefixes)  # type: ignore[arg-type]
-    parts = []
-    for row, found in zip(rows, prefixes, strict=True):
-        subject = display_topic(row[TOPIC], formats.allow_empty_topic_name) if row[CHANNEL_ID] is not None else ""
-        marks = highlights(highlight_content(row[RENDERED], search_terms), highlight_topic(subject, search_terms))
-        parts.append(found + flags_tail(row[1]) + marks + b"}")  # type: ignore[operator]
-    return join(parts)
+        prefixes = [
+            fresh[message_id] if found is None else found
+            for message_id, found in zip(message_ids, prefixes, strict=True)
+        ]
+    return prefixes  # type: ignore[return-value]
 
 
-def _join_closed(rows: Sequence[tuple[Any, ...]], prefixes: list[bytes]) -> msgspec.Raw:
+def _join_closed(rows: Sequence[FlagRow], prefixes: list[bytes]) -> msgspec.Raw:
     """join() of each prefix with its closing flags tail and a comma, in one copy of the bytes."""
     flag_sets = list(map(_second, rows))
     pieces: list[bytes] = [b""] * (2 * len(prefixes))

@@ -9,25 +9,19 @@ from __future__ import annotations
 
 import bisect
 import datetime
-import json
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from storage.cache.flag_cache import entries_for
 from storage.db.tx import Tx
 from storage.fetch.message_access import access_message
-from storage.fetch.message_encoded import ID_COLUMNS, encoded_page
-from storage.fetch.message_objects import (
-    HTML_ROW_COLUMNS,
-    RENDERED,
-    ROW_COLUMNS,
-    Formats,
-    MessageObject,
-    message_tuple_objects,
-)
-from storage.fetch.narrow import MUTED_SQL, MUTED_TOPIC_SQL, Query, Term, bad_narrow, build_query, parse_narrow
-from storage.fetch.narrow_select import find_rows
+from storage.fetch.message_encoded import encoded_page, encoded_search_page
+from storage.fetch.message_objects import RENDERED, Formats, MessageObject, MessageRow, message_tuple_objects
+from storage.fetch.narrow import Query, Term, bad_narrow, build_query, parse_narrow
+from storage.fetch.narrow_select import Side, find_flag_rows, find_message_rows, ids_query, unread_query
 from storage.model import recipients
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User
@@ -44,17 +38,24 @@ TOO_MANY = f"Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
 # Terms the `with` operator replaces by the conversation of its message (Zulip's list).
 CONVERSATION_OPERATORS = {"stream", "channel", "topic", "dm", "pm-with"}
 
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
-class FetchRequest(msgspec.Struct, kw_only=True):
-    """GET /messages' parameters; None where the client did not send one."""
+
+class GetMessages(msgspec.Struct, kw_only=True):
+    """GET /messages' parameters; None where the client did not send one.
+
+    The handler decodes the request into this Struct (tornchat/params.py reads the field names, types
+    and constraints: the API's error texts and ignored_parameters_unsupported come from them).
+    message_ids rules out every range parameter, even one sent with its default value: hence None.
+    """
 
     anchor: str | None = None
     anchor_date: str | None = None
     include_anchor: bool | None = None
-    num_before: int | None = None
-    num_after: int | None = None
+    num_before: NonNegative | None = None
+    num_after: NonNegative | None = None
     narrow: Any = None
-    message_ids: list[int] | None = None
+    message_ids: list[NonNegative] | None = None
     use_first_unread_anchor: bool | None = None
     apply_markdown: bool = True
     client_gravatar: bool = True
@@ -69,7 +70,7 @@ class Anchor(msgspec.Struct, frozen=True):
     date: int = 0
 
 
-def check_combination(request: FetchRequest) -> None:
+def check_combination(request: GetMessages) -> None:
     """message_ids excludes every range parameter (spec 4.5), and those need num_before/num_after."""
     range_parameters = (
         request.num_before, request.num_after, request.anchor, request.include_anchor, request.use_first_unread_anchor
@@ -83,7 +84,7 @@ def check_combination(request: FetchRequest) -> None:
             raise missing_argument(name)
 
 
-def parse_anchor(request: FetchRequest) -> Anchor:
+def parse_anchor(request: GetMessages) -> Anchor:
     """Return the anchor asked for; use_first_unread_anchor=true overrides `anchor` (clients send both)."""
     if request.use_first_unread_anchor:
         return Anchor(kind="first_unread")
@@ -116,7 +117,7 @@ def parse_anchor_date(value: str | None) -> int:
     return int(moment.timestamp())
 
 
-def check_sizes(request: FetchRequest) -> None:
+def check_sizes(request: GetMessages) -> None:
     requested = (
         len(request.message_ids)
         if request.message_ids is not None
@@ -176,27 +177,8 @@ def anchor_value(tx: Tx, query: Query, anchor: Anchor) -> int:
 
 def first_unread(tx: Tx, query: Query) -> int | None:
     """Return the oldest unread message matching the query, skipping muted ones unless DM-only."""
-    found = find_rows(tx, unread_query(query), ">= ?", [0], False, 1)
+    found = find_flag_rows(tx, unread_query(query), Side.AT_OR_AFTER, 0, 1)
     return found[0][0] if found else None
-
-
-def unread_query(query: Query) -> Query:
-    """The query limited to the user's unread, unmuted rows, driven by user_messages_unread.
-
-    Historical messages are never unread, so the narrow's own driver gives way to the unread index.
-    Inside a channel narrow only topic muting applies: one may read a muted channel (Zulip's rule).
-    """
-    unread = msgspec.structs.replace(
-        query, history=False, driver="flag", flag_condition="unread", driver_params=[],
-        filters=list(query.filters), params=list(query.params),
-    )  # fmt: skip
-    if query.dm_only:  # muting is about channels: nothing to skip
-        return unread
-    if query.channel_id is None:
-        unread.add(MUTED_SQL, [query.user_id] * 3, negated=True)
-    else:
-        unread.add(MUTED_TOPIC_SQL, [query.user_id], negated=True)
-    return unread
 
 
 # anchor=date: the first message sent at or after a moment, by messages_by_date.
@@ -208,11 +190,17 @@ def first_since(tx: Tx, query: Query, moment: int) -> int | None:
     first = tx.value(FIRST_SINCE_SQL, (moment,))
     if first is None:
         return None
-    found = find_rows(tx, query, ">= ?", [first], False, 1)
+    found = find_flag_rows(tx, query, Side.AT_OR_AFTER, first, 1)
     return found[0][0] if found else None
 
 
-def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | None = None) -> dict[str, Any]:
+Row = TypeVar("Row", bound=tuple[Any, ...])
+# Reads one scan's rows in one shape, (tx, query, side, anchor id, limit) -> rows in the scan's order:
+# narrow_select.find_flag_rows (FlagRow) or find_message_rows (MessageRow).
+Find = Callable[[Tx, Query, Side, int, int | None], list[Row]]
+
+
+def get_messages(tx: Tx, user: User, request: GetMessages, cache_bytes: int | None = None) -> dict[str, Any]:
     """Return the GET /messages response body (without result/msg).
 
     With `cache_bytes` (the encoded-message cache's bound), `messages` is the encoded array
@@ -224,96 +212,75 @@ def get_messages(tx: Tx, user: User, request: FetchRequest, cache_bytes: int | N
     terms = rewrite_with(tx, user, terms)
     check_sizes(request)
     query = build_query(tx, user, terms)
+    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
+    if cache_bytes is not None and not query.search_terms:
+        # Ids and flags only: the messages' bytes come from the encoded-message cache.
+        find_flags = partial(find_flag_rows, flag_entries=entries_for(cache_bytes))
+        flag_rows, body = _select_page(tx, query, request, anchor, find_flags)
+        body["messages"] = encoded_page(tx, flag_rows, formats, cache_bytes)
+        return body
+    rows, body = _select_page(tx, query, request, anchor, partial(find_message_rows, markdown=request.apply_markdown))
+    if cache_bytes is not None:
+        body["messages"] = encoded_search_page(tx, rows, formats, query.search_terms, cache_bytes)
+    else:
+        body["messages"] = _objects(tx, rows, formats, query.search_terms)
+    return body
+
+
+def _select_page(
+    tx: Tx, query: Query, request: GetMessages, anchor: Anchor | None, find: Find[Row]
+) -> tuple[list[Row], dict[str, Any]]:
+    """The page's rows (ascending) and the body's fields before `messages`: by message_ids, or a range."""
     if anchor is None:
         assert request.message_ids is not None
-        columns = _columns(query, request, cache_bytes)
-        rows = find_rows(tx, ids_query(query, request.message_ids), ">= ?", [0], False, None, columns)
-        body: dict[str, Any] = {"found_anchor": False, "found_oldest": False, "found_newest": False}
-        body.update(history_limited=False, messages=_objects(tx, request, query, rows, cache_bytes))
-        return body
+        rows = find(tx, ids_query(query, request.message_ids), Side.AT_OR_AFTER, 0, None)
+        return rows, {"found_anchor": False, "found_oldest": False, "found_newest": False, "history_limited": False}
     assert request.num_before is not None and request.num_after is not None
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
-        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after,
-        _columns(query, request, cache_bytes), entries_for(cache_bytes),
-    )  # fmt: skip
-    return {
+        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after, find
+    )
+    return rows, {
         "anchor": value,
         "found_anchor": _holds(rows, value),
         "found_oldest": found_oldest,
         "found_newest": found_newest,
         "history_limited": False,
-        "messages": _objects(tx, request, query, rows, cache_bytes),
     }
 
 
 def select_range(
-    tx: Tx,
-    query: Query,
-    anchor: int,
-    include_anchor: bool,
-    num_before: int,
-    num_after: int,
-    columns: str | None = None,
-    flag_entries: int = 0,
-) -> tuple[list[tuple[Any, ...]], bool, bool]:
-    """Return (rows ascending, found_oldest, found_newest): one query down and one up from the anchor.
+    tx: Tx, query: Query, anchor: int, include_anchor: bool, num_before: int, num_after: int, find: Find[Row]
+) -> tuple[list[Row], bool, bool]:
+    """Return (rows ascending, found_oldest, found_newest): one scan down from the anchor and one up.
 
-    Rows are tuples of `columns` (default: id, flags); `flag_entries`: find_rows'.
+    `find` reads each scan, and its rows' shape is the page's.
     """
     if anchor >= LARGER_THAN_MAX_MESSAGE_ID:
         num_after = 0
-    comparison = "<= ?" if include_anchor else "< ?"
-    before = find_rows(tx, query, comparison, [anchor], True, num_before + include_anchor, columns, flag_entries)
-    # Descending and at most the anchor: only the first row can be the anchor.
+    down = Side.AT_OR_BEFORE if include_anchor else Side.BEFORE
+    before = find(tx, query, down, anchor, num_before + include_anchor)
+    # Newest first and at most the anchor: only the first row can be the anchor.
     anchor_rows = before[:1] if before and before[0][0] == anchor else []
     before = before[len(anchor_rows) : len(anchor_rows) + num_before]
     before.reverse()
-    after = find_rows(tx, query, "> ?", [anchor], False, num_after, columns, flag_entries)
+    after = find(tx, query, Side.AFTER, anchor, num_after)
     found_oldest = anchor == 0 or len(before) < num_before
     found_newest = anchor >= LARGER_THAN_MAX_MESSAGE_ID or len(after) < num_after
     return before + anchor_rows + after, found_oldest, found_newest
 
 
-def _holds(rows: list[tuple[Any, ...]], message_id: int) -> bool:
+def _holds(rows: list[Row], message_id: int) -> bool:
     """Whether rows (ascending by id) hold this message."""
     index = bisect.bisect_left(rows, message_id, key=lambda row: row[0])
     return index < len(rows) and rows[index][0] == message_id
 
 
-def ids_query(query: Query, message_ids: list[int]) -> Query:
-    """The query limited to requested ids, readable channel history included unless `is:` forbids it.
-
-    Outside history mode the hidden-channel filter is already there, so a channel whose history is
-    public to subscribers and is not hidden is one whose history the user may read.
-    """
-    ids = json.dumps(sorted({i for i in message_ids if i < 2**63}))
-    result = msgspec.structs.replace(
-        query, driver="ids", driver_params=[ids], filters=list(query.filters), params=list(query.params)
-    )
-    if not query.history and query.history_allowed:
-        result.history = True
-        result.add("um.message_id IS NOT NULL OR m.channel_id IN"
-                   " (SELECT c.id FROM channels AS c WHERE c.history_public_to_subscribers)", [])  # fmt: skip
-    return result
-
-
-def _columns(query: Query, request: FetchRequest, cache_bytes: int | None) -> str | None:
-    """What the page's query selects: whole messages, or only what the encoded cache needs per viewer."""
-    if cache_bytes is None or query.search_terms:
-        return HTML_ROW_COLUMNS if request.apply_markdown else ROW_COLUMNS
-    return ID_COLUMNS
-
-
-def _objects(
-    tx: Tx, request: FetchRequest, query: Query, rows: list[tuple[Any, ...]], cache_bytes: int | None
-) -> list[MessageObject] | msgspec.Raw:
-    formats = Formats(request.apply_markdown, request.client_gravatar, request.allow_empty_topic_name)
-    if cache_bytes is not None:
-        return encoded_page(tx, rows, formats, query.search_terms, cache_bytes)
+def _objects(tx: Tx, rows: list[MessageRow], formats: Formats, search_terms: list[str]) -> list[MessageObject]:
+    """The page's message objects (the encoded-message cache off), with highlights for a search narrow."""
     objects = message_tuple_objects(tx, rows, formats)
-    if query.search_terms:
+    if search_terms:
         for obj, row in zip(objects, rows, strict=True):
-            obj.match_content = highlight_content(row[RENDERED], query.search_terms)
-            obj.match_subject = highlight_topic(obj.subject, query.search_terms)
+            obj.match_content = highlight_content(row[RENDERED], search_terms)
+            obj.match_subject = highlight_topic(obj.subject, search_terms)
     return objects

@@ -30,14 +30,21 @@ _FIELDS = (
 )
 # A message row without flags (`FROM messages AS m`), for message_objects' mapping rows.
 MESSAGE_COLUMNS = f"m.id, {_FIELDS}"
-# The tuple message_tuple_objects builds from: (id, flags, sender_id, ..., reactions), flags NULL if historical.
+# A MessageRow, as a page's query selects it (`um`: the viewer's row, NULL if historical).
 ROW_COLUMNS = f"m.id, um.flags, {_FIELDS}"
-# The same tuple for apply_markdown=true, which shows rendered_content only: the Markdown source is not read.
+# The same row for apply_markdown=true, which shows rendered_content only: the Markdown source is not read.
 HTML_ROW_COLUMNS = ROW_COLUMNS.replace("m.content,", "NULL AS content,", 1)
 _ROW_NAMES = (
     "id", "flags", "sender_id", "recipient_id", "channel_id", "topic", "content", "rendered_content", "date_sent",
     "client", "is_me_message", "last_edit_timestamp", "last_moved_timestamp", "edit_history", "reactions",
 )  # fmt: skip
+# The row message_tuple_objects builds from, ROW_COLUMNS in _ROW_NAMES' order: flags None if historical,
+# channel_id None for a direct message, content None with HTML_ROW_COLUMNS, edit_history and reactions JSON
+# or None. A NamedTuple would name the fields, but making one from SQLite's tuple costs about 0.2 µs a row.
+MessageRow = tuple[
+    int, int | None, int, int, int | None, str, str | None, str, int, str, int, int | None, int | None, str | None,
+    str | None,
+]  # fmt: skip
 RENDERED = _ROW_NAMES.index("rendered_content")
 TOPIC = _ROW_NAMES.index("topic")
 CHANNEL_ID = _ROW_NAMES.index("channel_id")
@@ -90,8 +97,8 @@ def as_dict(message: MessageObject) -> dict[str, Any]:
     return msgspec.to_builtins(message)  # type: ignore[no-any-return]
 
 
-def message_tuple_objects(tx: Tx, rows: Sequence[tuple[Any, ...]], formats: Formats) -> list[MessageObject]:
-    """Return API objects (with flags) for rows of ROW_COLUMNS, from the in-memory directory."""
+def message_tuple_objects(tx: Tx, rows: Sequence[MessageRow], formats: Formats) -> list[MessageObject]:
+    """Return API objects (with flags) for message rows, from the in-memory directory."""
     if not rows:
         return []
     known = directory(tx)
@@ -126,7 +133,7 @@ class _Page:
         self.topic_links = linkify.topic_links_of(linkifiers)
 
 
-def build_object(page: _Page, row: tuple[Any, ...], with_flags: bool) -> MessageObject:
+def build_object(page: _Page, row: MessageRow, with_flags: bool) -> MessageObject:
     (message_id, bits, sender_id, recipient_id, channel_id, topic, content, rendered, date_sent, client, me,
      edited, moved, history, reactions) = row  # fmt: skip
     sender = page.senders.get(sender_id) or page.known.sender(sender_id)

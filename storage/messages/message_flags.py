@@ -16,8 +16,9 @@ from storage.channels.channels import access_channel_by_id
 from storage.channels.topics import stored_topic
 from storage.db.tx import Tx, topic_key
 from storage.fetch.message_access import access_message
-from storage.fetch.message_fetch import Anchor, FetchRequest, anchor_value, parse_anchor, rewrite_with, select_range
+from storage.fetch.message_fetch import Anchor, GetMessages, anchor_value, parse_anchor, rewrite_with, select_range
 from storage.fetch.narrow import MUTED_SQL, Query, build_query, parse_narrow
+from storage.fetch.narrow_select import find_flag_rows
 from storage.model import flags, recipients
 from storage.model.errors import ApiError
 from storage.model.user import User
@@ -172,7 +173,7 @@ def parse_narrow_anchor(anchor: str) -> Anchor:
     """GET /messages' anchors except `date`, which needs an anchor_date this endpoint does not take."""
     if anchor == "date":
         raise ApiError("Invalid anchor")
-    return parse_anchor(FetchRequest(anchor=anchor))
+    return parse_anchor(GetMessages(anchor=anchor))
 
 
 def clamp(num_before: int, num_after: int) -> tuple[int, int]:
@@ -202,7 +203,9 @@ def update_message_flags_for_narrow(tx: Tx, user: User, request: FlagsForNarrowR
     num_before, num_after = clamp(request.num_before, request.num_after)
     query = own_rows_only(build_query(tx, user, rewrite_with(tx, user, terms)))
     value = anchor_value(tx, query, anchor)
-    rows, found_oldest, found_newest = select_range(tx, query, value, request.include_anchor, num_before, num_after)
+    rows, found_oldest, found_newest = select_range(
+        tx, query, value, request.include_anchor, num_before, num_after, find_flag_rows
+    )
     bit = check_flag(request.flag, request.op)
     ids = [row[0] for row in rows]
     in_ids = "SELECT id, channel_id FROM messages WHERE id IN (SELECT value FROM json_each(?))"

@@ -252,7 +252,7 @@ def authenticate(tx: Tx, email: str, api_key: str, realm: Realm) -> User:
     """Return the active user these HTTP Basic credentials name; raise 401 ApiError otherwise."""
     if not passwords.is_well_formed_api_key(api_key):
         raise unauthorized("Malformed API key")
-    # From the in-memory directory, which every write to users invalidates (issue 12).
+    # From the in-memory directory, which every write to users invalidates (storage/cache/directory.py).
     user = directory(tx).user_by_api_email(email)
     # Compare keys in constant time; a missing user is compared against a dummy of equal length.
     expected = user.api_key if user is not None else "x" * passwords.API_KEY_LENGTH

@@ -135,7 +135,7 @@ def _wants_channel_notification(bits: int, settings: Any) -> bool:
         return True
     channel_muted = bool(settings["is_muted"]) and policy != TOPIC_UNMUTED
     # Stricter than Zulip, where a personal mention notifies even in a muted channel: nothing from a
-    # channel or topic the user muted (issue 9), unless a setting they turned on for it says otherwise.
+    # channel or topic the user muted, unless a setting they turned on for it says otherwise.
     if bits & flags.MENTIONED and not channel_muted:
         return True
     if bits & WILDCARD and _allows(settings["wildcard_mentions_notify"], True, channel_muted, True):

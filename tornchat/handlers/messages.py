@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from storage.db.tx import Tx
-from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.fetch.message_fetch import GetMessages, get_messages
 from storage.messages.messages import SendRequest, send_message
 from storage.model.user import User
 from storage.org import users
@@ -15,8 +15,6 @@ from tornchat.base import BaseHandler, basic_credentials, success_body
 from tornchat.direct_get import DirectRequest, Serve
 from tornchat.params import Params, decode_json_or_text
 from tornchat.server import Server
-
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class SendMessage(msgspec.Struct, kw_only=True):
@@ -30,22 +28,8 @@ class SendMessage(msgspec.Struct, kw_only=True):
     local_id: str | None = None
 
 
-class GetMessages(msgspec.Struct, kw_only=True):
-    # None: not sent. message_ids rules out every range parameter, even sent with its default value.
-    anchor: str | None = None
-    anchor_date: str | None = None
-    include_anchor: bool | None = None
-    num_before: NonNegative | None = None
-    num_after: NonNegative | None = None
-    narrow: Any = None
-    message_ids: list[NonNegative] | None = None
-    use_first_unread_anchor: bool | None = None
-    apply_markdown: bool = True
-    client_gravatar: bool = True
-    allow_empty_topic_name: bool = False
-
-
 SEND_MESSAGE = Params(SendMessage, aliases={"subject": "topic"})
+# Decoded straight into storage's Struct: the parameters are the storage call's.
 GET_MESSAGES = Params(GetMessages)
 
 
@@ -70,13 +54,12 @@ class MessagesHandler(BaseHandler):
     def get(self) -> None:
         """HEAD, and a GET with a form body; a GET without one is answered by direct_get_messages."""
         p = self.parse()
-        self.respond(self.server.db.read(fetch_page, self.user, p, self.server.settings.message_cache_mib))
+        self.respond(self.server.db.read(get_messages, self.user, p, cache_bytes(self.server)))
 
 
-def fetch_page(tx: Tx, user: User, p: GetMessages, cache_mib: int) -> dict[str, Any]:
-    request = FetchRequest(**msgspec.structs.asdict(p))
-    # `messages` comes encoded from the message cache (storage/cache/message_cache.py) unless it is off.
-    return get_messages(tx, user, request, cache_mib << 20 or None)
+def cache_bytes(server: Server) -> int | None:
+    """The encoded-message cache's bound for get_messages (None: off, and `messages` comes as objects)."""
+    return server.settings.message_cache_mib << 20 or None
 
 
 def direct_get_messages(server: Server) -> Serve:
@@ -99,7 +82,7 @@ def direct_get_messages(server: Server) -> Serve:
             user = users.authenticate(tx, email, api_key, server.realm)
             authenticated.append(user)
             p, ignored = GET_MESSAGES.parse(argument, list(arguments))
-            return fetch_page(tx, user, p, server.settings.message_cache_mib), ignored
+            return get_messages(tx, user, p, cache_bytes(server)), ignored
 
         try:
             data, ignored = server.db.read(read)

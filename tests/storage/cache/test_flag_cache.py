@@ -13,9 +13,9 @@ import pytest
 from storage.cache.directory import directory
 from storage.cache.flag_cache import FlagCache
 from storage.db.tx import _WRITES_USER_MESSAGES
-from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.fetch.message_fetch import GetMessages, get_messages
 from storage.fetch.narrow import build_query, parse_narrow
-from storage.fetch.narrow_select import keeps_flags, select_sql
+from storage.fetch.narrow_select import Selected, Side, keeps_flags, select_sql
 from storage.model import flags as flag_bits
 from tests.storage.cache.test_message_cache import http_params, make_org, uncached
 from tests.support.channel_helpers import make_channel, subscribe
@@ -148,7 +148,7 @@ def test_reads_after_a_write_in_the_same_transaction_are_not_kept(org_two_in_ran
     live = org_two_in_random
     message_id = post(live, live.alice, "general", "lunch", "hello")
     narrow = [{"operator": "channel", "operand": "general"}]
-    request = msgspec.convert({"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}, FetchRequest)
+    request = msgspec.convert({"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": narrow}, GetMessages)
     bob = live.user(live.bob.id)
 
     def write_then_read(tx):
@@ -236,9 +236,9 @@ def test_a_topic_page_reads_only_the_topic_index(org_two_in_random):
 
     def plan(tx):
         query = build_query(tx, bob, parse_narrow(narrow))
-        assert keeps_flags(query, None, 100)
-        sql, params = select_sql(query, "<= ?", True, 100, "m.id", join_viewer=False)
-        return [row[3] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+        assert keeps_flags(query, 100)
+        sql, params = select_sql(query, Side.AT_OR_BEFORE, 10**16, 100, Selected.IDS)
+        return [row[3] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     [step] = live.read(plan)
     assert step.startswith("SEARCH m USING COVERING INDEX messages_by_topic"), step

@@ -10,7 +10,7 @@ import pytest
 
 from storage.cache.directory import directory
 from storage.cache.message_cache import ENTRY_OVERHEAD, MessageCache, shape_of
-from storage.fetch.message_fetch import FetchRequest, get_messages
+from storage.fetch.message_fetch import GetMessages, get_messages
 from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import add_reaction_row, post, post_direct
 from tests.support.helpers import LiveServer, assert_success, data_dir_for, set_visibility
@@ -39,7 +39,7 @@ def org_everyone_in_random(live):
 def uncached(live, client, params):
     """The body GET /messages answers with the cache off: built from objects, then encoded."""
     user = live.user(client.id)
-    request = msgspec.convert(params, FetchRequest)
+    request = msgspec.convert(params, GetMessages)
     body = live.read(get_messages, user, request)
     return _encode({"result": "success", "msg": "", **body}) + b"\n"
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from storage.fetch import message_fetch
-from storage.fetch.message_objects import ROW_COLUMNS
 from storage.fetch.narrow import Term, build_query
-from storage.fetch.narrow_select import select_sql
+from storage.fetch.narrow_select import Selected, Side, ids_query, select_sql, unread_query
 
 
 def page_plan(db, user, terms):
     def explain(tx):
-        sql, params = select_sql(build_query(tx, user, terms), "<= ?", True, 1000, ROW_COLUMNS)
-        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+        sql, params = select_sql(build_query(tx, user, terms), Side.AT_OR_BEFORE, 10**16, 1000, Selected.MESSAGE_ROWS)
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     return db.read(explain)
 
@@ -59,8 +57,8 @@ def test_the_cached_path_reads_only_the_user_messages_primary_key_without_filter
     db, people = plans_db
 
     def explain(tx):
-        sql, params = select_sql(build_query(tx, people["alice"], []), "<= ?", True, 1000)
-        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+        sql, params = select_sql(build_query(tx, people["alice"], []), Side.AT_OR_BEFORE, 10**16, 1000)
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     assert_only(db.read(explain), ["SEARCH um USING PRIMARY KEY (user_id=? AND message_id<?)"])
 
@@ -71,9 +69,9 @@ def test_the_cached_path_of_channel_and_topic_reads_only_messages_by_topic(plans
 
     def explain(tx):
         query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
-        sql, params = select_sql(query, "<= ?", True, 1000)
+        sql, params = select_sql(query, Side.AT_OR_BEFORE, 10**16, 1000)
         assert "m.channel_id" not in sql and "m.topic_key = ?" in sql, sql
-        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**16])]
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + sql, params)]
 
     assert_only(
         db.read(explain),
@@ -88,8 +86,8 @@ def test_filters_the_driver_implies_come_back_under_another_driver(plans_db):
 
     def sqls(tx):
         query = build_query(tx, people["alice"], [Term("channel", "general"), Term("topic", "lunch")])
-        unread, _ = select_sql(message_fetch.unread_query(query), ">= ?", False, 1)
-        by_ids, _ = select_sql(message_fetch.ids_query(query, [1, 2]), ">= ?", False, None)
+        unread, _ = select_sql(unread_query(query), Side.AT_OR_AFTER, 0, 1)
+        by_ids, _ = select_sql(ids_query(query, [1, 2]), Side.AT_OR_AFTER, 0, None)
         return unread, by_ids
 
     for sql in db.read(sqls):

@@ -6,18 +6,18 @@ import json
 
 import pytest
 
-from storage.fetch import message_fetch
+from storage.fetch import message_fetch, narrow_select
 from storage.fetch.narrow import Term, build_query
-from storage.fetch.narrow_select import select_sql
+from storage.fetch.narrow_select import Side, select_sql
 
 
-def plan(db, user, terms, comparison="<= ?", descending=True, transform=None):
+def plan(db, user, terms, side=Side.AT_OR_BEFORE, transform=None):
     def explain(tx):
         query = build_query(tx, user, terms)
         if transform is not None:
             query = transform(query)
-        sql, params = select_sql(query, comparison, descending, 100)
-        rows = tx.all("EXPLAIN QUERY PLAN " + sql, params + [10**9])
+        sql, params = select_sql(query, side, 10**9, 100)
+        rows = tx.all("EXPLAIN QUERY PLAN " + sql, params)
         return [row["detail"] for row in rows]
 
     return db.read(explain)
@@ -30,11 +30,11 @@ def assert_scan(details, driving, index):
 
 
 def unread(query):
-    return message_fetch.unread_query(query)
+    return narrow_select.unread_query(query)
 
 
 def message_ids(query):
-    return message_fetch.ids_query(query, [1, 5, 9])
+    return narrow_select.ids_query(query, [1, 5, 9])
 
 
 # name: (viewer, terms, driving table, index, transform)
@@ -94,7 +94,7 @@ CASES = {
 def test_plan_is_one_ordered_range_scan(plans_db, name, descending):
     db, people = plans_db
     viewer, terms, driving, index, transform = CASES[name]
-    details = plan(db, people[viewer], terms, "<= ?" if descending else ">= ?", descending, transform)
+    details = plan(db, people[viewer], terms, Side.AT_OR_BEFORE if descending else Side.AT_OR_AFTER, transform)
     assert_scan(details, driving, index)
 
 
@@ -105,7 +105,9 @@ def test_search_walks_the_full_text_index_in_id_order(plans_db, descending):
     the rowid bound), each joined to the user's row and the message by primary key; no sort, and no
     set of every match built first (the plan before issue 12's second round: an IN list)."""
     db, people = plans_db
-    details = plan(db, people["alice"], [Term("search", "hello")], "<= ?" if descending else ">= ?", descending)
+    details = plan(
+        db, people["alice"], [Term("search", "hello")], Side.AT_OR_BEFORE if descending else Side.AT_OR_AFTER
+    )
     text = "\n".join(details)
     assert "TEMP B-TREE" not in text and "LIST SUBQUERY" not in text, text
     scan = details[0].removeprefix("SCAN messages_fts VIRTUAL TABLE INDEX ")
@@ -122,7 +124,7 @@ def test_search_walks_the_full_text_index_in_id_order(plans_db, descending):
 def test_search_with_a_flag_keeps_the_flag_driver_and_the_search_filter(plans_db):
     db, people = plans_db
     sql = db.read(lambda tx: select_sql(build_query(tx, people["alice"], [Term("search", "hi"), Term("is", "starred")]),
-                                        "<= ?", True, 100)[0])  # fmt: skip
+                                        Side.AT_OR_BEFORE, 10**9, 100)[0])  # fmt: skip
     assert "FROM user_messages AS um" in sql and "messages_fts MATCH ?" in sql, sql
 
 
