@@ -7,7 +7,8 @@ A page of GET /messages, from the request to the bytes (module: function, then w
   storage/org/users.py: authenticate                    the user, from the directory (storage/cache/directory.py)
   tornchat/params.py: Params.parse                      the query string into message_fetch.GetMessages
   storage/fetch/message_fetch.py: get_messages          the checks in Zulip's order, the anchor
-  storage/fetch/narrow.py: parse_narrow, build_query    the narrow's terms, then its Query: driving scan, filters
+  storage/fetch/narrow_terms.py: parse_narrow         the narrow's terms, each operand checked and bounded
+  storage/fetch/narrow.py: build_query                  the terms' Query: its driving scan and filters
   storage/fetch/message_fetch.py: select_range          one scan down from the anchor and one up
   storage/fetch/narrow_select.py: find_flag_rows        each scan's SQL (select_sql) and its (id, flags) rows
   storage/cache/flag_cache.py: FlagCache.of             a history-mode range's flags, kept from earlier pages

@@ -5,7 +5,7 @@ search narrow's selects whole rows (encoded_search_page): the highlights read re
 scan reads each message row anyway, and messages not cached yet are built from those rows. Other
 messages missing from the cache are read in one more query, built as storage/fetch/message_objects.py
 builds them, encoded and kept. The bytes equal those of encoding the objects message_objects returns
-(tests/test_message_cache.py compares them).
+(tests/storage/cache/test_message_cache.py compares them).
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ from storage.db.tx import Tx
 from storage.fetch.message_access import access_message
 from storage.fetch.message_encoded import encoded_page, encoded_search_page
 from storage.fetch.message_objects import RENDERED, Formats, MessageObject, MessageRow, message_tuple_objects
-from storage.fetch.narrow import Query, Term, bad_narrow, build_query, parse_narrow
+from storage.fetch.narrow import Query, build_query
 from storage.fetch.narrow_select import Side, find_flag_rows, find_message_rows, ids_query, unread_query
+from storage.fetch.narrow_terms import Term, bad_narrow, parse_narrow
 from storage.model import recipients
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User

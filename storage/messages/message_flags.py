@@ -17,8 +17,9 @@ from storage.channels.topics import stored_topic
 from storage.db.tx import Tx, topic_key
 from storage.fetch.message_access import access_message
 from storage.fetch.message_fetch import Anchor, GetMessages, anchor_value, parse_anchor, rewrite_with, select_range
-from storage.fetch.narrow import MUTED_SQL, Query, build_query, parse_narrow
+from storage.fetch.narrow import MUTED_SQL, Query, build_query
 from storage.fetch.narrow_select import find_flag_rows
+from storage.fetch.narrow_terms import parse_narrow
 from storage.model import flags, recipients
 from storage.model.errors import ApiError
 from storage.model.user import User

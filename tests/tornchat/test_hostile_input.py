@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import requests
 
-from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
+from storage.fetch.narrow_terms import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH, MAX_SEARCH_WORDS
 from storage.model.errors import ApiError
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import assert_error, assert_success

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from storage.fetch.narrow import parse_narrow
+from storage.fetch.narrow_terms import parse_narrow
 from storage.model.errors import ApiError, missing_argument
 from storage.model.user import User
 from storage.register.register import fetch_initial_state

@@ -14,8 +14,9 @@ from storage.cache.directory import directory
 from storage.cache.flag_cache import FlagCache
 from storage.db.tx import _WRITES_USER_MESSAGES
 from storage.fetch.message_fetch import GetMessages, get_messages
-from storage.fetch.narrow import build_query, parse_narrow
+from storage.fetch.narrow import build_query
 from storage.fetch.narrow_select import Selected, Side, keeps_flags, select_sql
+from storage.fetch.narrow_terms import parse_narrow
 from storage.model import flags as flag_bits
 from tests.storage.cache.test_message_cache import http_params, make_org, uncached
 from tests.support.channel_helpers import make_channel, subscribe

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from storage.fetch.narrow import Term, build_query
+from storage.fetch.narrow import build_query
 from storage.fetch.narrow_select import Selected, Side, ids_query, select_sql, unread_query
+from storage.fetch.narrow_terms import Term
 
 
 def page_plan(db, user, terms):

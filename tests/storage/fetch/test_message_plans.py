@@ -7,8 +7,9 @@ import json
 import pytest
 
 from storage.fetch import message_fetch, narrow_select
-from storage.fetch.narrow import Term, build_query
+from storage.fetch.narrow import build_query
 from storage.fetch.narrow_select import Side, select_sql
+from storage.fetch.narrow_terms import Term
 
 
 def plan(db, user, terms, side=Side.AT_OR_BEFORE, transform=None):

@@ -9,7 +9,7 @@ import os
 import msgspec
 import pytest
 
-from storage.fetch.narrow import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH
+from storage.fetch.narrow_terms import MAX_NARROW_TERMS, MAX_NARROW_USERS, MAX_OPERAND_LENGTH
 from tests.support.channel_helpers import make_channel
 from tests.support.events_helpers import events_now, poll, register, send_stream
 from tests.support.helpers import FakeClock, LiveServer, assert_error, assert_success, data_dir_for
