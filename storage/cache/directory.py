@@ -91,12 +91,6 @@ class Directory:
             self.participants.clear()
             self.channel_recipients.clear()
 
-    def keeps(self, kind: str, key: int) -> bool:
-        return self.journal.keeps(kind, key)
-
-    def writing(self, *kinds: str) -> bool:
-        return self.journal.writing(*kinds)
-
     # -- linkifiers --------------------------------------------------------------------------
 
     def linkifier_state(self) -> tuple[str, int]:
@@ -105,7 +99,7 @@ class Directory:
         if found is None:
             token, version = self.conn.execute("SELECT token, version FROM linkifier_state").fetchone()
             found = (str(token), int(version))
-            if self.keeps("linkifiers", 0):
+            if self.journal.keeps("linkifiers", 0):
                 self.linkifier_version = found
         return found
 
@@ -131,7 +125,7 @@ class Directory:
         self.all_users_loaded = True
 
     def _keep(self, user: User) -> User:
-        if self.keeps("users", user.id):
+        if self.journal.keeps("users", user.id):
             self.users[user.id] = user
             self.by_email[_fold(user.delivery_email)] = user.id
         return user
@@ -165,7 +159,8 @@ class Directory:
                 f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}",
                 user.email_address_visibility == EVERYONE and user.avatar_source == "G",
             )
-            if self.keeps("users", user_id) and self.keeps("senders", user_id) and self.keeps("realm", 0):
+            keeps = self.journal.keeps
+            if keeps("users", user_id) and keeps("senders", user_id) and keeps("realm", 0):
                 self.senders[user_id] = found
         return found
 
@@ -175,7 +170,7 @@ class Directory:
         if self.realm_value is not None:
             return self.realm_value
         found = get_realm(_Reader(self.conn))  # type: ignore[arg-type]
-        if self.keeps("realm", 0):
+        if self.journal.keeps("realm", 0):
             self.realm_value = found
         return found
 
@@ -183,7 +178,7 @@ class Directory:
         if self.edit_history_allowed is not None:
             return self.edit_history_allowed
         found = bool(self.conn.execute("SELECT allow_edit_history FROM realm").fetchone()[0])
-        if self.keeps("realm", 0):
+        if self.journal.keeps("realm", 0):
             self.edit_history_allowed = found
         return found
 
@@ -195,7 +190,7 @@ class Directory:
         found = self.channels.get(channel_id)
         if found is None:
             found = get_channel_by_id(_Reader(self.conn), channel_id)  # type: ignore[arg-type]
-            if found is not None and self.keeps("channels", channel_id):
+            if found is not None and self.journal.keeps("channels", channel_id):
                 self.channels[channel_id] = found
         return found
 
@@ -207,7 +202,7 @@ class Directory:
             fields = Channel.__struct_fields__
             listed = msgspec.convert([dict(zip(fields, row, strict=True)) for row in rows], list[Channel], strict=False)
             found = {channel.id: channel for channel in listed}
-            if not self.writing("channels"):
+            if not self.journal.writing("channels"):
                 self.every_channel = found
         return found
 
@@ -216,7 +211,7 @@ class Directory:
         found = self.channel_recipients.get(channel_id)
         if found is None:
             found = recipients.get_recipient(_Reader(self.conn), recipients.CHANNEL, channel_id)  # type: ignore[arg-type]
-            if found is not None and not self.writing("recipients"):
+            if found is not None and not self.journal.writing("recipients"):
                 self.channel_recipients[channel_id] = found
         return found
 
@@ -225,7 +220,7 @@ class Directory:
         names = self.channel_names
         if names is None:
             names = dict(self.conn.execute("SELECT id, name FROM channels").fetchall())
-            if not self.writing("channel_names"):
+            if not self.journal.writing("channel_names"):
                 self.channel_names = names
         return names
 
@@ -236,7 +231,7 @@ class Directory:
             found = [
                 row[0] for row in self.conn.execute(UNREADABLE_CHANNELS_SQL, {"user": user.id, "guest": user.is_guest})
             ]
-            if not self.writing("access", "channels"):
+            if not self.journal.writing("access", "channels"):
                 self.unreadable[(user.id, user.is_guest)] = found
         return found
 
@@ -265,7 +260,7 @@ class Directory:
             (msgspec.json.encode(missing).decode(),),
         ):
             found[recipient_id].append(user_id)
-        if not self.writing("recipients", "groups"):
+        if not self.journal.writing("recipients", "groups"):
             self.participants.update(found)
         return found
 

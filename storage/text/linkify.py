@@ -103,7 +103,7 @@ def current(tx: Tx) -> LinkifierSet:
     """Return the compiled linkifiers of the database's current version (compiled once per version)."""
     known = directory(tx)
     key = known.linkifier_state()
-    if known.writing("linkifiers"):  # uncommitted rows: a key no other set has, kept nowhere
+    if known.journal.writing("linkifiers"):  # uncommitted rows: a key no other set has, kept nowhere
         return LinkifierSet((f"{key[0]}:uncommitted:{next(_uncommitted)}", key[1]), _compile(tx))
     found = _compiled_sets.get(key)
     if found is not None:
