@@ -40,6 +40,8 @@ def _int(default: int, group: str, choices: tuple[int, ...] | None = None) -> Se
 EMOJISETS = {"google": "Google", "twitter": "Twitter", "text": "Plain text", "google-blob": "Google blobs"}
 WEB_HOME_VIEWS = ("recent_topics", "inbox", "all_messages")
 WEB_ANIMATE_IMAGE_PREVIEWS = ("always", "on_hover", "never")
+# Whether a topic's "marked as resolved" notice arrives already read: always, unless the topic is followed, never.
+RESOLVED_NOTICE_POLICIES = ("always", "except_followed", "never")
 # The sounds Zulip's clients ship (static/audio/notification_sounds); "none" turns sounds off.
 NOTIFICATION_SOUNDS = ("chime", "ding", "glass", "knock", "pop", "pulse", "ring", "zulip")
 # Zulip's translations (locale/language_name_map.json): code and the name clients show.
@@ -64,7 +66,6 @@ SETTINGS: dict[str, Setting] = {
     "default_language": Setting(str, "en", D, tuple(LANGUAGES)),
     "web_home_view": Setting(str, "inbox", D, WEB_HOME_VIEWS),
     "demote_inactive_streams": _int(1, D, (1, 2, 3)),
-    "dense_mode": _bool(False, D),
     "emojiset": Setting(str, "google", D, tuple(EMOJISETS)),
     "enable_drafts_synchronization": _bool(True, D),
     "enter_sends": _bool(False, D),
@@ -113,6 +114,11 @@ SETTINGS: dict[str, Setting] = {
     "web_line_height_percent": _int(140, M),
     "web_navigate_to_sent_message": _bool(True, M),
     "web_suggest_update_timezone": _bool(True, M),
+    "hide_ai_features": _bool(False, M),
+    "resolved_topic_notice_auto_read_policy": Setting(str, "except_followed", M, RESOLVED_NOTICE_POLICIES),
+    "web_left_sidebar_unreads_count_summary": _bool(True, M),
+    "web_left_sidebar_show_channel_folders": _bool(True, M),
+    "web_inbox_show_channel_folders": _bool(True, M),
     # modern_notification_settings
     "enable_followed_topic_desktop_notifications": _bool(True, MN),
     "enable_followed_topic_email_notifications": _bool(True, MN),

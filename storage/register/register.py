@@ -46,7 +46,6 @@ def realm_state(tx: Tx, realm: Realm, server_generation: int) -> dict[str, Any]:
         "realm_url": realm.url,
         "realm_uri": realm.url,
         "realm_date_created": realm.date_created,
-        "realm_email_address_visibility": row["default_email_address_visibility"],
         "realm_enable_spectator_access": bool(row["enable_spectator_access"]),
         "realm_topics_policy": row["topics_policy"],
         "realm_message_retention_days": row["message_retention_days"] or -1,

@@ -11,7 +11,8 @@ from typing import Any
 
 from storage.db.tx import Tx
 from storage.model.realm import Realm
-from storage.org import passwords, profile_fields, realm_settings, users
+from storage.org import passwords, presence, profile_fields, realm_settings, users
+from storage.org.external_accounts import default_external_accounts
 
 PLAN_TYPE_SELF_HOSTED = 1
 ORG_TYPE_UNSPECIFIED = 0
@@ -19,6 +20,9 @@ VIDEO_CHAT_DISABLED = 0
 # Zulip's avatar size limit; avatars here come from Gravatar only (no upload endpoint).
 MAX_AVATAR_FILE_SIZE_MIB = 5
 NO_CHANNEL = -1  # announcement channels: none is configured
+# Zulip's WILDCARD_MENTION_POLICY_EVERYONE: anyone may use @all, @channel and @topic, which is what this
+# server does (it has no can_mention_many_users_group to restrict them).
+WILDCARD_MENTION_POLICY_EVERYONE = 1
 
 
 def realm_icon_url(realm: Realm) -> str:
@@ -38,6 +42,14 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "realm_default_language": "en",
         # Presence is always on: the realm has no setting to turn it off.
         "realm_presence_disabled": False,
+        # What storage/org/presence.py itself uses: clients ping this often and show a user offline
+        # after this long without a report.
+        "server_presence_ping_interval_seconds": presence.PRESENCE_PING_INTERVAL_SECS,
+        "server_presence_offline_threshold_seconds": presence.OFFLINE_THRESHOLD_SECS,
+        "realm_wildcard_mention_policy": WILDCARD_MENTION_POLICY_EVERYONE,
+        # External-account profile fields are not offered (profile_fields.FIELD_TYPES); the defaults
+        # are still sent, as Zulip does, since clients require the key.
+        "realm_default_external_accounts": default_external_accounts(),
         "realm_mandatory_topics": row["topics_policy"] == "disable_empty_topic",
         "realm_emails_restricted_to_domains": False,
         "realm_icon_url": icon, "realm_icon_source": "G",

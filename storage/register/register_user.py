@@ -36,7 +36,6 @@ def own_user_state(tx: Tx, user: User, realm: Realm) -> dict[str, Any]:
         "is_owner": user.is_owner,
         "is_moderator": user.is_moderator,
         "is_guest": user.is_guest,
-        "is_billing_admin": False,  # no billing in a self-hosted server
         "avatar_source": user.avatar_source,
         "avatar_url": avatar,
         "avatar_url_medium": f"{avatar}&s={MEDIUM_AVATAR_SIZE}",

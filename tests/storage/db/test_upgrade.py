@@ -438,3 +438,15 @@ def test_systemd_units_pass_systemd_analyze_verify(tmp_path):
     )
     # verify exits 0 on an unknown key or system call group, but says so: any output is a failure.
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+def test_0015_forgets_the_removed_dense_mode_setting(tmp_path):
+    conn = sqlite3.connect(str(tmp_path / "old.db"), isolation_level=None)
+    migrate(conn, T, until=1)
+    ids = _era_0001(conn)
+    migrate(conn, T, until=14)
+    for name, value in (("dense_mode", "true"), ("enter_sends", "true")):
+        conn.execute("INSERT INTO user_settings VALUES (?, ?, ?)", (ids["owner"], name, value))
+    migrate(conn, T)
+    assert conn.execute("SELECT name FROM user_settings").fetchall() == [("enter_sends",)]
+    conn.close()

@@ -302,3 +302,19 @@ def test_zulip_client_reports_presence(live, zulip_client):
     assert result["presences"][live.owner.email]["aggregated"]["status"] == "active"
     assert zulip_client.get_realm_presence()["presences"][live.owner.email]["website"]["status"] == "active"
     assert zulip_client.get_user_presence(live.owner.email)["presence"]["aggregated"]["status"] == "active"
+
+
+def test_register_advertises_the_intervals_the_server_keeps(live):
+    body = register(live.owner, fetch_event_types=["realm"])
+    ping, threshold = body["server_presence_ping_interval_seconds"], body["server_presence_offline_threshold_seconds"]
+    assert (ping, threshold) == (60, 140), "Zulip's PRESENCE_PING_INTERVAL_SECS and OFFLINE_THRESHOLD_SECS"
+    alice = live.make_user()
+    report(alice)
+
+    def status():
+        return assert_success(live.owner.get(f"/users/{alice.id}/presence"))["presence"]["aggregated"]["status"]
+
+    live.clock.advance(threshold)  # exactly the advertised threshold: still active
+    assert status() == "active"
+    live.clock.advance(1)  # one second past it: offline
+    assert status() == "offline"

@@ -176,6 +176,45 @@ def test_unknown_parameters_are_reported(live):
     assert settings_of(live.owner)["enter_sends"] is True
 
 
+# Zulip's settings of feature levels 350 to 431, each with its default and another value.
+NEWER_SETTINGS = {
+    "hide_ai_features": (False, True),
+    "resolved_topic_notice_auto_read_policy": ("except_followed", "never"),
+    "web_left_sidebar_unreads_count_summary": (True, False),
+    "web_left_sidebar_show_channel_folders": (True, False),
+    "web_inbox_show_channel_folders": (True, False),
+}
+
+
+def test_newer_settings_are_stored_with_events(live):
+    values = settings_of(live.owner)
+    defaults = register(live.owner, fetch_event_types=["realm_user_settings_defaults"])["realm_user_settings_defaults"]
+    assert {name: values[name] for name in NEWER_SETTINGS} == {name: d for name, (d, _) in NEWER_SETTINGS.items()}
+    assert {name: defaults[name] for name in NEWER_SETTINGS} == {name: d for name, (d, _) in NEWER_SETTINGS.items()}
+    queue = register(live.owner, client_capabilities=MODERN)["queue_id"]
+    changes = {name: changed for name, (_, changed) in NEWER_SETTINGS.items()}
+    body = assert_success(live.owner.patch("/settings", changes))
+    assert "ignored_parameters_unsupported" not in body
+    assert {name: settings_of(live.owner)[name] for name in NEWER_SETTINGS} == changes
+    events = [{k: v for k, v in e.items() if k != "id"} for e in events_now(live.owner, queue)]
+    assert events == [{"type": "user_settings", "op": "update", "property": k, "value": v} for k, v in changes.items()]
+
+
+def test_resolved_topic_notice_auto_read_policy_choices(live):
+    body = live.owner.patch("/settings", {"resolved_topic_notice_auto_read_policy": "sometimes"})
+    assert_error(body, "Invalid resolved_topic_notice_auto_read_policy")
+    assert settings_of(live.owner)["resolved_topic_notice_auto_read_policy"] == "except_followed"
+
+
+def test_dense_mode_is_gone(live):
+    # Removed at feature level 364: Zulip reports it as an unsupported parameter and stores nothing.
+    queue = register(live.owner)["queue_id"]
+    body = assert_success(live.owner.patch("/settings", {"dense_mode": True}))
+    assert body["ignored_parameters_unsupported"] == ["dense_mode"]
+    assert events_now(live.owner, queue) == []
+    assert "dense_mode" not in settings_of(live.owner)
+
+
 def test_realm_user_settings_defaults(live):
     assert_success(live.owner.patch("/settings", {"twenty_four_hour_time": True}))
     defaults = register(live.owner, fetch_event_types=["realm_user_settings_defaults"])["realm_user_settings_defaults"]

@@ -13,7 +13,7 @@ from tests.support.helpers import assert_success, make_bot
 # The keys zulip.com/api/register-queue documents for each event type this server has state for
 # (checked in: a key dropped from the server fails here).
 DISPLAY_LEGACY = [
-    "color_scheme", "default_language", "web_home_view", "demote_inactive_streams", "dense_mode", "emojiset",
+    "color_scheme", "default_language", "web_home_view", "demote_inactive_streams", "emojiset",
     "enable_drafts_synchronization", "enter_sends", "fluid_layout_width", "high_contrast_mode",
     "left_side_userlist", "starred_message_counts", "translate_emoticons", "twenty_four_hour_time",
     "emojiset_choices", "timezone",
@@ -50,7 +50,7 @@ REGISTER_KEYS = {
         "realm_available_video_chat_providers", "realm_video_chat_provider", "realm_jitsi_server_url",
         "realm_push_notifications_enabled", "realm_push_notifications_enabled_end_timestamp", "realm_plan_type",
         "realm_org_type", "realm_message_retention_days", "realm_waiting_period_threshold",
-        "realm_email_address_visibility", "realm_enable_spectator_access", "realm_invite_required",
+        "realm_enable_spectator_access", "realm_invite_required",
         "realm_avatar_changes_disabled", "realm_name_changes_disabled", "realm_email_changes_disabled",
         "realm_digest_emails_enabled", "realm_send_welcome_emails", "realm_email_auth_enabled",
         "realm_password_auth_enabled", "realm_authentication_methods", "realm_inline_url_embed_preview",
@@ -62,7 +62,8 @@ REGISTER_KEYS = {
         "server_avatar_changes_disabled", "server_name_changes_disabled", "server_needs_upgrade",
         "server_jitsi_server_url", "max_message_length", "max_topic_length", "max_stream_name_length",
         "max_stream_description_length", "realm_empty_topic_display_name", "event_queue_longpoll_timeout_seconds",
-        "server_generation",
+        "server_generation", "server_presence_ping_interval_seconds", "server_presence_offline_threshold_seconds",
+        "realm_wildcard_mention_policy", "realm_default_external_accounts",
     ],
     "realm_bot": ["realm_bots"],
     "realm_domains": ["realm_domains"],
@@ -76,7 +77,7 @@ REGISTER_KEYS = {
         "realm_users", "realm_non_active_users", "avatar_source", "avatar_url_medium", "avatar_url",
         "can_create_streams", "can_create_public_streams", "can_create_private_streams",
         "can_create_web_public_streams", "can_subscribe_other_users", "can_invite_others_to_realm", "is_admin",
-        "is_owner", "is_moderator", "is_billing_admin", "is_guest", "user_id", "email", "delivery_email", "full_name",
+        "is_owner", "is_moderator", "is_guest", "user_id", "email", "delivery_email", "full_name",
         "cross_realm_bots",
     ],
     "realm_user_groups": ["realm_user_groups"],
@@ -205,6 +206,27 @@ def test_realm_values_are_real(live):
     assert body["realm_available_video_chat_providers"] == {"disabled": {"name": "None", "id": 0}}
     live.write(lambda tx: tx.execute("UPDATE realm SET topics_policy = 'disable_empty_topic'"))
     assert register(live.owner, fetch_event_types=["realm"])["realm_mandatory_topics"] is True
+
+
+def test_keys_zulip_removed_are_gone(live):
+    body = register(live.owner)
+    # Gone at feature levels 163 (realm_email_address_visibility), 363 (is_billing_admin), 364 (dense_mode).
+    assert {"realm_email_address_visibility", "is_billing_admin", "dense_mode"} & set(body) == set()
+    assert "dense_mode" not in body["user_settings"] and "dense_mode" not in body["realm_user_settings_defaults"]
+
+
+def test_keys_the_zulip_mobile_app_requires(live):
+    body = register(live.owner, fetch_event_types=["realm"])
+    assert body["realm_wildcard_mention_policy"] == 1, "everyone: this server does not restrict wildcard mentions"
+    accounts = body["realm_default_external_accounts"]
+    assert accounts["github"] == {
+        "name": "GitHub username", "text": "GitHub", "hint": "", "url_pattern": "https://github.com/%(username)s"
+    }  # fmt: skip
+    assert accounts["mastodon"]["hint"] == "The full URL to your profile"
+    assert accounts["discord"]["url_pattern"] == "", "a plain-text field"
+    for account in accounts.values():  # every entry has the four strings the app decodes
+        assert sorted(account) == ["hint", "name", "text", "url_pattern"]
+        assert all(isinstance(value, str) for value in account.values())
 
 
 def test_streams_and_default_streams(live):
