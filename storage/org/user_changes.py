@@ -104,8 +104,25 @@ def update_user(
         change_email(tx, actor, target, new_email, realm)
 
 
+def cannot_deactivate_last_user(is_last_owner: bool) -> ApiError:
+    """Zulip's CANNOT_DEACTIVATE_LAST_USER: the only account, or the only owner, leaving by itself."""
+    entity = "organization owner" if is_last_owner else "user"
+    data = {"is_last_owner": is_last_owner, "entity": entity}
+    return ApiError(f"Cannot deactivate the only {entity}.", "CANNOT_DEACTIVATE_LAST_USER", data=data)
+
+
 def deactivate_own_user(tx: Tx, actor: User) -> None:
-    """DELETE /users/me: deactivate oneself (and one's bots); the only owner cannot."""
+    """DELETE /users/me: deactivate oneself (and one's bots); raise for the only account or the only owner."""
+    # Zulip counts every active account of the realm, bots included; its system bots live in another
+    # realm, so this server's (bots without an owner) are left out.
+    others = tx.value(
+        "SELECT count(*) FROM users WHERE is_active AND id != ? AND NOT (is_bot AND bot_owner_id IS NULL)",
+        (actor.id,),
+    )
+    if not others:
+        raise cannot_deactivate_last_user(False)
+    if is_only_owner(tx, actor):
+        raise cannot_deactivate_last_user(True)
     deactivate_user(tx, actor, actor.id, own=True)
 
 

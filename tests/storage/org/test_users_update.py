@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.messages import system_bots
 from tests.storage.org.test_users import ADMINS
 from tests.support.helpers import (
     ROLE_NAMES,
@@ -291,23 +292,38 @@ def test_deactivate_own_account(live):
     assert live.user(member.id).is_active is False
 
 
-@pytest.mark.parametrize("own_path", [True, False])
-def test_only_owner_cannot_be_deactivated(live, own_path):
-    path = "/users/me" if own_path else f"/users/{live.owner.id}"
-    assert_error(live.owner.delete(path), "Cannot deactivate the only organization owner")
+LAST_USER = "CANNOT_DEACTIVATE_LAST_USER"
+
+
+def test_only_account_cannot_deactivate_itself(live):
+    live.write(system_bots.notification_bot)  # the system bot is no other account (Zulip's are in another realm)
+    body = assert_error(live.owner.delete("/users/me"), "Cannot deactivate the only user.", LAST_USER)
+    assert (body["entity"], body["is_last_owner"]) == ("user", False)
+    assert live.user(live.owner.id).is_active is True
+
+
+def test_only_owner_cannot_deactivate_itself(live):
+    member = live.make_user()
+    make_bot(live, member.id)
+    body = assert_error(live.owner.delete("/users/me"), "Cannot deactivate the only organization owner.", LAST_USER)
+    assert (body["entity"], body["is_last_owner"]) == ("organization owner", True)
+    # Through DELETE /users/{user_id}, Zulip answers a plain error (zerver/views/users.py).
+    assert_error(live.owner.delete(f"/users/{live.owner.id}"), "Cannot deactivate the only organization owner")
     assert live.user(live.owner.id).is_active is True
 
 
 def test_owner_can_deactivate_self_when_another_owner_exists(live):
     other = live.make_user(role="owner")
+    live.make_user()
     assert_success(live.owner.delete("/users/me"))
-    assert_error(other.delete("/users/me"), "Cannot deactivate the only organization owner")
+    body = assert_error(other.delete("/users/me"), "Cannot deactivate the only organization owner.", LAST_USER)
+    assert body["is_last_owner"] is True
 
 
 def test_deactivated_owner_is_not_another_owner_for_deactivation(live):
     other = live.make_user(role="owner")
     assert_success(live.owner.delete(f"/users/{other.id}"))
-    assert_error(live.owner.delete("/users/me"), "Cannot deactivate the only organization owner")
+    assert_error(live.owner.delete(f"/users/{live.owner.id}"), "Cannot deactivate the only organization owner")
 
 
 def test_admin_cannot_deactivate_or_reactivate_an_owner(live):
