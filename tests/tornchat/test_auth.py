@@ -45,9 +45,17 @@ def test_malformed_api_key(live):
 
 
 def test_wrong_api_key_and_unknown_email(live):
+    # Zulip's REST decorator (authenticated_rest_api_view) re-raises every key failure as UNAUTHORIZED
+    # with WWW-Authenticate; its INVALID_API_KEY code only reaches clients on paths that do not wrap it
+    # (webhooks taking api_key), which this server does not serve. The Zulip mobile app's test data
+    # (test/example_data.dart, apiExceptionUnauthorized) records the same answer, and it logs out on any 401.
     member = live.make_user()
     for credentials in (f"owner@example.com:{member.api_key}", f"nobody@example.com:{member.api_key}"):
-        assert_error(raw_get(live, basic(credentials)), "Invalid API key", "UNAUTHORIZED", 401)
+        response = raw_get(live, basic(credentials))
+        assert_error(response, "Invalid API key", "UNAUTHORIZED", 401)
+        assert response.headers["WWW-Authenticate"] == WWW_AUTHENTICATE
+    register = requests.post(live.base_url + "/api/v1/register", headers=basic(f"owner@example.com:{member.api_key}"))
+    assert_error(register, "Invalid API key", "UNAUTHORIZED", 401)
 
 
 def test_email_is_case_insensitive_and_dummy_email_works(live):
@@ -59,7 +67,9 @@ def test_email_is_case_insensitive_and_dummy_email_works(live):
 def test_deactivated_account(live):
     member = live.make_user()
     assert_success(live.owner.delete(f"/users/{member.id}"))
-    assert_error(member.get("/users/me"), "Account is deactivated", "UNAUTHORIZED", 401)
+    response = member.get("/users/me")
+    assert_error(response, "Account is deactivated", "UNAUTHORIZED", 401)
+    assert response.headers["WWW-Authenticate"] == WWW_AUTHENTICATE
 
 
 def test_api_keys_are_32_alphanumeric_and_distinct(live):
