@@ -1,8 +1,9 @@
 """GET /messages: anchors, ranges and message_ids over a narrow (spec 4.5, api-notes 4).
 
-The order of checks is Zulip's (api-notes 4.1), with the spec's two differences: num_before and
-num_after are required unless message_ids is given, and message_ids may not come with any of the
-range parameters, whatever their values.
+The order of checks is Zulip's (api-notes 4.1), with one difference from the spec: message_ids may not
+come with any of the range parameters, whatever their values. num_before and num_after default to 0 as
+in Zulip (zerver/views/message_fetch.py), where the spec calls them required: a range request without
+them is the anchor alone. `anchor` has no default ("Missing 'anchor' argument.").
 """
 
 from __future__ import annotations
@@ -72,17 +73,12 @@ class Anchor(msgspec.Struct, frozen=True):
 
 
 def check_combination(request: GetMessages) -> None:
-    """message_ids excludes every range parameter (spec 4.5), and those need num_before/num_after."""
+    """message_ids excludes every range parameter (spec 4.5), even one sent with its default value."""
     range_parameters = (
         request.num_before, request.num_after, request.anchor, request.include_anchor, request.use_first_unread_anchor
     )  # fmt: skip
-    if request.message_ids is not None:
-        if any(value is not None for value in range_parameters):
-            raise ApiError(UNSUPPORTED_COMBINATION)
-        return
-    for name in ("num_before", "num_after"):
-        if getattr(request, name) is None:
-            raise missing_argument(name)
+    if request.message_ids is not None and any(value is not None for value in range_parameters):
+        raise ApiError(UNSUPPORTED_COMBINATION)
 
 
 def parse_anchor(request: GetMessages) -> Anchor:
@@ -236,10 +232,9 @@ def _select_page(
         assert request.message_ids is not None
         rows = find(tx, ids_query(query, request.message_ids), Side.AT_OR_AFTER, 0, None)
         return rows, {"found_anchor": False, "found_oldest": False, "found_newest": False, "history_limited": False}
-    assert request.num_before is not None and request.num_after is not None
     value = anchor_value(tx, query, anchor)
     rows, found_oldest, found_newest = select_range(
-        tx, query, value, request.include_anchor is not False, request.num_before, request.num_after, find
+        tx, query, value, request.include_anchor is not False, request.num_before or 0, request.num_after or 0, find
     )
     return rows, {
         "anchor": value,

@@ -172,10 +172,10 @@ class EventsHandler(BaseHandler):
             queue = self.server.queues.create(self.user.id, **queue_options(p, self.user))
             self.respond({"events": [], "queue_id": queue.id})
             return
-        if p.last_event_id is None:
-            raise missing_argument("last_event_id")
         queue = self.server.queues.get(p.queue_id, self.user.id)
-        queue.acknowledge(p.last_event_id)
+        # Optional, as in Zulip: without it nothing is acknowledged and every event kept is sent again.
+        if p.last_event_id is not None:
+            queue.acknowledge(p.last_event_id)
         if not queue.entries and not p.dont_block:
             await self.wait_for_events(queue)
             if self.request.connection.stream.closed():  # type: ignore[union-attr]

@@ -32,16 +32,20 @@ def get(live, params):
     return live.owner.get("/messages", params)
 
 
-@pytest.mark.parametrize("name", ["num_before", "num_after"])
-def test_num_before_and_num_after_are_required_without_message_ids(shared_live, name):
-    params = {k: v for k, v in RANGE.items() if k != name}
-    body = assert_error(get(shared_live, params), f"Missing '{name}' argument", "REQUEST_VARIABLE_MISSING")
-    assert body["var_name"] == name
+def test_num_before_and_num_after_default_to_zero(shared_live):
+    # Zulip's defaults (zerver/views/message_fetch.py), where the spec calls them required.
+    first, second, third = shared_live.message_ids
+    body = assert_success(get(shared_live, {"anchor": second}))
+    assert ids_of(body) == [second] and body["anchor"] == second and body["found_anchor"] is True
+    assert (body["found_oldest"], body["found_newest"]) == (False, False)
+    assert ids_of(assert_success(get(shared_live, {"anchor": third, "num_before": 1}))) == [second, third]
+    assert ids_of(assert_success(get(shared_live, {"anchor": first, "num_after": 1}))) == [first, second]
+    assert ids_of(assert_success(get(shared_live, {"anchor": "newest"}))) == [], "no message has the anchor's id"
 
 
-def test_num_before_is_reported_before_num_after_and_anchor(shared_live):
-    assert_error(get(shared_live, {}), "Missing 'num_before' argument", "REQUEST_VARIABLE_MISSING")
-    assert_error(get(shared_live, {"num_before": 1}), "Missing 'num_after' argument", "REQUEST_VARIABLE_MISSING")
+def test_anchor_has_no_default(shared_live):
+    assert_error(get(shared_live, {}), "Missing 'anchor' argument.")
+    assert_error(get(shared_live, {"num_before": 1}), "Missing 'anchor' argument.")
 
 
 def test_missing_anchor(shared_live):
@@ -209,13 +213,9 @@ def test_order_of_checks(shared_live):
         get(shared_live, {"narrow": bad_narrow, "message_ids": [1], "anchor": "1"}),
         "operand is not a string or integer",
     )
-    # Then the combination, the required counts, the anchor.
+    # Then the combination, the anchor.
     assert_error(get(shared_live, {"message_ids": [1], "anchor": "x", "narrow": unknown}), UNSUPPORTED)
-    assert_error(
-        get(shared_live, {"anchor": "x", "narrow": unknown}),
-        "Missing 'num_before' argument",
-        "REQUEST_VARIABLE_MISSING",
-    )
+    assert_error(get(shared_live, {"anchor": "x", "narrow": unknown}), "Invalid anchor")
     both = {"num_before": 3000, "num_after": 3000, "include_anchor": False}
     assert_error(get(shared_live, {**both, "narrow": unknown}), "Missing 'anchor' argument.")
     assert_error(get(shared_live, {**both, "anchor": "x", "narrow": duplicate_with}), "Invalid anchor")

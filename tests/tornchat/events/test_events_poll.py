@@ -45,11 +45,17 @@ def test_missing_queue_id(live):
     assert body["var_name"] == "queue_id"
 
 
-def test_missing_last_event_id(live):
+def test_last_event_id_is_optional_and_then_nothing_is_acknowledged(live):
+    # Optional in Zulip (get_events_backend): a poll without it acknowledges nothing.
     queue_id = register(live.owner)["queue_id"]
-    response = live.owner.get("/events", {"queue_id": queue_id})
-    body = assert_error(response, "Missing 'last_event_id' argument", "REQUEST_VARIABLE_MISSING")
-    assert body["var_name"] == "last_event_id"
+    publish(live, [live.owner.id], n=1)
+    publish(live, [live.owner.id], n=2)
+    unacknowledged = {"queue_id": queue_id, "dont_block": "true"}
+    first = assert_success(live.owner.get("/events", unacknowledged))["events"]
+    assert [e["n"] for e in first] == [1, 2]
+    again = assert_success(live.owner.get("/events", unacknowledged))["events"]
+    assert again == first, "nothing was acknowledged: the same events again"
+    assert [e["n"] for e in events_now(live.owner, queue_id, first[0]["id"])] == [2]
 
 
 def test_bad_parameter_types(live):
