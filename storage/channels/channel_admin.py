@@ -353,8 +353,19 @@ def _publish_update(tx: Tx, old: Channel, new: Channel, changes: dict[str, Any],
         peer_add = {"type": "subscription", "op": "peer_add", "stream_ids": [new.id], "user_ids": subscribers}
         _publish(tx, peer_add, gained)
     # Those who lose sight of the channel hear only that it is gone, described as they knew it.
-    delete = {"type": "stream", "op": "delete", "streams": [channel_object(tx, old, tx.now)], "stream_ids": [old.id]}
-    _publish(tx, delete, lost)
+    _publish(tx, stream_deletion_event([old.id], False), lost)
+
+
+def stream_deletion_event(channel_ids: list[int], for_archiving: bool) -> dict[str, Any]:
+    """Zulip's stream/delete event: `stream_ids` since feature level 343, and the deprecated `streams`
+    kept for older clients with nothing but each `stream_id`."""
+    return {
+        "type": "stream",
+        "op": "delete",
+        "streams": [{"stream_id": channel_id} for channel_id in channel_ids],
+        "stream_ids": channel_ids,
+        "for_archiving": for_archiving,
+    }
 
 
 def _publish(tx: Tx, event: dict[str, Any], user_ids: set[int]) -> None:
@@ -401,18 +412,9 @@ def archive_channel(tx: Tx, actor: User, channel_id: int) -> None:
     tx.execute("UPDATE channels SET is_archived = 1 WHERE id = ?", (channel.id,))
     if tx.execute("DELETE FROM default_channels WHERE channel_id = ?", (channel.id,)).rowcount:
         publish_default_channels(tx)
-    archived = get_channel_by_id(tx, channel.id)
-    assert archived is not None
     update = _stream_update(channel.id, channel.name, "is_archived", True)
     tx.publish(update, audience)
-    delete = {
-        "type": "stream",
-        "op": "delete",
-        "streams": [channel_object(tx, archived, tx.now)],
-        "stream_ids": [channel.id],
-        "for_archiving": True,
-    }
-    tx.publish(delete, audience)
+    tx.publish(stream_deletion_event([channel.id], True), audience)
 
 
 def publish_default_channels(tx: Tx) -> None:

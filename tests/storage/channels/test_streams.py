@@ -203,8 +203,11 @@ def test_archive_channel(live, three_channels):
         "property": "is_archived",
         "value": True,
     }
-    assert delete["op"] == "delete" and delete["stream_ids"] == [ids["Private"]] and delete["for_archiving"] is True
-    assert delete["streams"][0]["stream_id"] == ids["Private"] and delete["streams"][0]["is_archived"] is True
+    # Zulip's shape since feature level 343: stream_ids, and the deprecated streams with only stream_id.
+    assert delete == {
+        "type": "stream", "op": "delete", "streams": [{"stream_id": ids["Private"]}], "stream_ids": [ids["Private"]],
+        "for_archiving": True,
+    }  # fmt: skip
     assert update_to == delete_to == {live.owner.id, member.id}
 
 

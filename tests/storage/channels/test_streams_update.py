@@ -147,7 +147,11 @@ def test_make_private_tells_losers_and_keepers(live):
         public, "public", "invite_only", True, history_public_to_subscribers=False, is_web_public=False
     )
     assert kept == {live.owner.id, subscriber.id}
-    assert delete["op"] == "delete" and delete["stream_ids"] == [public] and lost == {member.id}
+    assert delete == {
+        "type": "stream", "op": "delete", "streams": [{"stream_id": public}], "stream_ids": [public],
+        "for_archiving": False,
+    }  # fmt: skip
+    assert lost == {member.id}
     assert_error(member.get(f"/streams/{public}"), "Invalid channel ID")
 
 

@@ -171,9 +171,9 @@ const appliers = {
   },
   stream(event) {
     if (event.op === "create") for (const s of event.streams) state.streams.set(s.stream_id, s);
-    else if (event.op === "delete") for (const s of event.streams) {
-      state.streams.delete(s.stream_id);
-      state.subscriptions.delete(s.stream_id);
+    else if (event.op === "delete") for (const id of event.stream_ids) {
+      state.streams.delete(id);
+      state.subscriptions.delete(id);
     } else if (event.op === "update") {
       for (const map of [state.streams, state.subscriptions]) {
         const s = map.get(event.stream_id);
