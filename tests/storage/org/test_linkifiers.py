@@ -319,3 +319,11 @@ def test_query_plans(live):
     assert "linkifiers_by_order" in listing and "TEMP B-TREE" not in listing, listing
     duplicate = plan("SELECT 1 FROM linkifiers WHERE pattern = ? AND id IS NOT ?", ("x", 1))
     assert "SEARCH linkifiers USING COVERING INDEX sqlite_autoindex_linkifiers_1" in duplicate, duplicate
+
+
+def test_legacy_get_realm_filters_is_gone_as_in_zulip(live):
+    # Zulip removed GET /realm/filters at feature level 54 (GET /realm/linkifiers replaced it); its
+    # zproject/urls.py routes only POST there, so the GET answers 405, and changes nothing.
+    response = live.owner.get("/realm/filters")
+    assert response.status_code == 405
+    assert response.json() == {"result": "error", "msg": "Method Not Allowed", "allowed_methods": ["POST"]}
