@@ -30,6 +30,12 @@ MESSAGE_TYPES = {"direct": DIRECT, "private": DIRECT, "stream": STREAM, "channel
 # Channel typing notifications go only to channels this small (Zulip's
 # MAX_STREAM_SIZE_FOR_TYPING_NOTIFICATIONS): past it, the events cost more than they tell.
 MAX_CHANNEL_SIZE_FOR_TYPING_NOTIFICATIONS = 100
+# The protocol clients follow (Zulip's settings, sent by POST /register): resend "start" every 30 s while
+# typing, send "stop" 12 s after the last keystroke, and drop another's indicator 45 s after its last "start".
+# The server keeps no typing state, so these are the clients' to keep.
+TYPING_STARTED_WAIT_PERIOD_MILLISECONDS = 30_000
+TYPING_STOPPED_WAIT_PERIOD_MILLISECONDS = 12_000
+TYPING_STARTED_EXPIRY_PERIOD_MILLISECONDS = 45_000
 # Which of a typing event's audience turned typing notifications off, by user_settings' primary key
 # (user_id, name): typing events go out every few seconds per typing user, and scanning every
 # user's settings each time would grow with the realm.

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage.channels.channel_creation import default_channel_ids
+from storage.channels.channel_folders import list_channel_folders
 from storage.channels.channels import has_content_access, has_metadata_access
 from storage.channels.topics import display_topic
 from storage.channels.user_topics import list_user_topics, muted_checker, muted_topics
@@ -216,6 +217,9 @@ def fetch_initial_state(
         state["unread_msgs"] = unread_msgs(tx, user.id, options.get("empty_topic_name", False))
     if want("subscription"):
         state.update(subscription_state(tx, user, options["include_subscribers"], objects))
+    if want("channel_folders"):
+        # Archived folders too, as Zulip: channels may still be in them.
+        state["channel_folders"] = list_channel_folders(tx, True)
     if want("realm_user"):
         everyone = users.list_user_objects(tx, user, realm, None, options["client_gravatar"], False)
         state["realm_users"] = [u for u in everyone if u["is_active"]]

@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from storage.db.tx import Tx
+from storage.messages import typing_notifications as typing
 from storage.model.realm import Realm
 from storage.org import passwords, presence, profile_fields, realm_settings, users
 from storage.org.external_accounts import default_external_accounts
@@ -46,6 +47,9 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         # after this long without a report.
         "server_presence_ping_interval_seconds": presence.PRESENCE_PING_INTERVAL_SECS,
         "server_presence_offline_threshold_seconds": presence.OFFLINE_THRESHOLD_SECS,
+        "server_typing_started_wait_period_milliseconds": typing.TYPING_STARTED_WAIT_PERIOD_MILLISECONDS,
+        "server_typing_stopped_wait_period_milliseconds": typing.TYPING_STOPPED_WAIT_PERIOD_MILLISECONDS,
+        "server_typing_started_expiry_period_milliseconds": typing.TYPING_STARTED_EXPIRY_PERIOD_MILLISECONDS,
         "realm_wildcard_mention_policy": WILDCARD_MENTION_POLICY_EVERYONE,
         # External-account profile fields are not offered (profile_fields.FIELD_TYPES); the defaults
         # are still sent, as Zulip does, since clients require the key.

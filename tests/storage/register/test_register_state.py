@@ -64,7 +64,10 @@ REGISTER_KEYS = {
         "max_stream_description_length", "realm_empty_topic_display_name", "event_queue_longpoll_timeout_seconds",
         "server_generation", "server_presence_ping_interval_seconds", "server_presence_offline_threshold_seconds",
         "realm_wildcard_mention_policy", "realm_default_external_accounts",
+        "server_typing_started_wait_period_milliseconds", "server_typing_stopped_wait_period_milliseconds",
+        "server_typing_started_expiry_period_milliseconds",
     ],
+    "channel_folders": ["channel_folders"],
     "realm_bot": ["realm_bots"],
     "realm_domains": ["realm_domains"],
     "realm_embedded_bots": ["realm_embedded_bots"],
@@ -227,6 +230,24 @@ def test_keys_the_zulip_mobile_app_requires(live):
     for account in accounts.values():  # every entry has the four strings the app decodes
         assert sorted(account) == ["hint", "name", "text", "url_pattern"]
         assert all(isinstance(value, str) for value in account.values())
+
+
+def test_typing_protocol_is_zulips(live):
+    body = register(live.owner, fetch_event_types=["realm"])
+    periods = ("started_wait", "stopped_wait", "started_expiry")
+    assert [body[f"server_typing_{p}_period_milliseconds"] for p in periods] == [30_000, 12_000, 45_000]
+
+
+def test_channel_folders_archived_ones_too(live):
+    assert register(live.owner, fetch_event_types=["channel_folders"])["channel_folders"] == []
+    for name in ("Teams", "Old"):
+        assert_success(live.owner.post("/channel_folders/create", {"name": name, "description": ""}))
+    live.write(lambda tx: tx.execute("UPDATE channel_folders SET is_archived = 1 WHERE name = 'Old'"))
+    folders = register(live.make_user(), fetch_event_types=["channel_folders"])["channel_folders"]
+    assert [(f["name"], f["is_archived"]) for f in folders] == [("Teams", False), ("Old", True)]
+    assert set(folders[0]) == {
+        "id", "name", "description", "rendered_description", "creator_id", "date_created", "is_archived"
+    }  # fmt: skip
 
 
 def test_streams_and_default_streams(live):
