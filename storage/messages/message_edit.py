@@ -16,6 +16,7 @@ send_notification_to_old_thread/new_thread are accepted, but no notification-bot
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -53,6 +54,8 @@ class EditRequest(msgspec.Struct, kw_only=True):
     propagate_mode: str = "change_one"
     send_notification_to_old_thread: bool = False
     send_notification_to_new_thread: bool = True
+    # The SHA-256 (hex) of the content the client edited from: a mismatch means someone edited first.
+    prev_content_sha256: str | None = None
 
 
 class Edit(msgspec.Struct, kw_only=True):
@@ -93,7 +96,9 @@ def is_resolve_toggle(old: str, typed: str, new: str) -> bool:
     return (resolved and typed[len(RESOLVED_PREFIX) :] == old) or (unresolved and old.lstrip(RESOLVED_PREFIX) == new)
 
 
-def check_payload(row: Any, mode: str, content: str | None, typed_topic: str | None, stream_id: int | None) -> None:
+def check_payload(
+    row: Any, mode: str, content: str | None, typed_topic: str | None, stream_id: int | None, prev_sha256: str | None
+) -> None:
     """The checks that need no permissions, in Zulip's order (typed_topic: the changed topic, stripped)."""
     if content is None and typed_topic is None and stream_id is None:
         raise ApiError("Nothing to change")
@@ -108,6 +113,9 @@ def check_payload(row: Any, mode: str, content: str | None, typed_topic: str | N
         raise ApiError("General chat cannot be marked as resolved")
     if stream_id is not None and content is not None:
         raise ApiError("Cannot change message content while changing channel")
+    # Checked for any edit, not only of content, as Zulip does (feature level 379).
+    if prev_sha256 is not None and prev_sha256 != hashlib.sha256(row["content"].encode()).hexdigest():
+        raise ApiError("'content' value does not match the expected value.", "EXPECTATION_MISMATCH")
 
 
 def access_target_channel(tx: Tx, actor: User, stream_id: int) -> Channel:
@@ -128,7 +136,7 @@ def plan_edit(tx: Tx, actor: User, row: Any, request: EditRequest) -> Edit:
     if topic == row["topic"]:
         typed = topic = None
     stream_id = None if request.stream_id == row["channel_id"] else request.stream_id
-    check_payload(row, request.propagate_mode, content, typed, stream_id)
+    check_payload(row, request.propagate_mode, content, typed, stream_id, request.prev_content_sha256)
     orig_channel = message_channel(tx, row)
     target_channel = orig_channel if stream_id is None else access_target_channel(tx, actor, stream_id)
     edit = Edit(

@@ -26,6 +26,7 @@ class UpdateMessage(msgspec.Struct, kw_only=True):
     # Accepted; tornchat sends no notification-bot messages about moves.
     send_notification_to_old_thread: bool = False
     send_notification_to_new_thread: bool = True
+    prev_content_sha256: str | None = None
 
 
 GET_MESSAGE = Params(GetMessage)

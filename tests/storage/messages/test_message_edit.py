@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from tests.support.channel_helpers import archive, make_channel
@@ -140,6 +142,26 @@ def test_parameter_errors(lunch_message):
     assert_error(
         edit(sender, message_id, content="x", stream_id=999), "Cannot change message content while changing channel"
     )
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_prev_content_sha256_guards_against_a_concurrent_edit(lunch_message):
+    # Zulip's feature level 379; the Zulip mobile app sends it with every edit.
+    live, sender, _, _, message_id = lunch_message
+    matching = sha256("hello **world**")
+    assert_success(edit(sender, message_id, content="first", prev_content_sha256=matching))
+    mismatch = ("'content' value does not match the expected value.", "EXPECTATION_MISMATCH")
+    # A second editor still holding the old text is refused; nothing changes.
+    assert_error(edit(sender, message_id, content="second", prev_content_sha256=matching), *mismatch)
+    assert stored(live, message_id)["content"] == "first"
+    # Any edit is checked, a topic move too (Zulip's rule).
+    assert_error(edit(sender, message_id, topic="drinks", prev_content_sha256=matching), *mismatch)
+    assert stored(live, message_id)["topic"] == "food"
+    assert_success(edit(sender, message_id, content="second", prev_content_sha256=sha256("first")))
+    assert stored(live, message_id)["content"] == "second"
 
 
 def test_unknown_parameters_are_reported(lunch_message):
