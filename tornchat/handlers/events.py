@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from storage.fetch.narrow_terms import parse_narrow
-from storage.model.errors import ApiError, missing_argument
+from storage.model.errors import ApiError
 from storage.model.user import User
 from storage.register.register import fetch_initial_state
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
@@ -166,16 +166,19 @@ class EventsHandler(BaseHandler):
     async def get(self) -> None:
         p = self.parse()
         if p.queue_id is None:
+            # Both checks are Zulip's fetch_events (zerver/tornado/event_queue.py): plain BAD_REQUEST
+            # errors, not the REQUEST_VARIABLE_MISSING of a required parameter, since each parameter is
+            # optional on its own (a queue-less non-blocking poll needs neither).
             if not p.dont_block:
-                raise missing_argument("queue_id")
+                raise ApiError("Missing 'queue_id' argument")
             # Zulip's shortcut: a non-blocking poll without a queue allocates one.
             queue = self.server.queues.create(self.user.id, **queue_options(p, self.user))
             self.respond({"events": [], "queue_id": queue.id})
             return
+        if p.last_event_id is None:
+            raise ApiError("Missing 'last_event_id' argument")
         queue = self.server.queues.get(p.queue_id, self.user.id)
-        # Optional, as in Zulip: without it nothing is acknowledged and every event kept is sent again.
-        if p.last_event_id is not None:
-            queue.acknowledge(p.last_event_id)
+        queue.acknowledge(p.last_event_id)
         if not queue.entries and not p.dont_block:
             await self.wait_for_events(queue)
             if self.request.connection.stream.closed():  # type: ignore[union-attr]
