@@ -34,6 +34,7 @@ from tornchat.handlers import (
     topics,
     typing_notifications,
     uploads,
+    user_status,
     user_topics,
 )
 from tornchat.handlers import realm as realm_handlers
@@ -77,5 +78,6 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *uploads.ROUTES,
     *user_topics.ROUTES,
     *alert_words.ROUTES,
+    *user_status.ROUTES,
     *topics.ROUTES,
 ]
