@@ -22,6 +22,7 @@ from tornchat.handlers import (
     message_flags,
     message_history,
     messages,
+    muted_users,
     presence,
     profile_fields,
     reactions,
@@ -79,5 +80,6 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *user_topics.ROUTES,
     *alert_words.ROUTES,
     *user_status.ROUTES,
+    *muted_users.ROUTES,
     *topics.ROUTES,
 ]

@@ -11,7 +11,7 @@ from storage.channels.topics import display_topic
 from storage.channels.user_topics import list_user_topics, muted_checker, muted_topics
 from storage.db.tx import Tx, topic_key
 from storage.membership import subscriptions
-from storage.messages import drafts, saved_snippets, scheduled_messages
+from storage.messages import drafts, muted_users, saved_snippets, scheduled_messages
 from storage.model import realm as model_realm
 from storage.model.flags import ANY_MENTION, MENTIONED
 from storage.model.realm import Realm
@@ -136,7 +136,7 @@ def subscription_state(
 
 # (event type, state key, type of its empty value) of the features this server lacks.
 NOTHING_TO_SHOW: tuple[tuple[str, str, Any], ...] = (
-    ("muted_users", "muted_users", list), ("realm_domains", "realm_domains", list),
+    ("realm_domains", "realm_domains", list),
     ("realm_playgrounds", "realm_playgrounds", list), ("default_stream_groups", "realm_default_stream_groups", list),
     ("realm_embedded_bots", "realm_embedded_bots", list),
     ("realm_incoming_webhook_bots", "realm_incoming_webhook_bots", list),
@@ -178,7 +178,7 @@ def _user_and_realm_state(
     if want("stream"):
         active = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
         state["streams"] = visible_channels(tx, user, active, objects)
-    # Features this server does not have: no muted users, realm domains, code playgrounds, default
+    # Features this server does not have: no realm domains, code playgrounds, default
     # channel groups, embedded or incoming-webhook bots or onboarding steps.
     for kind, key, value in NOTHING_TO_SHOW:
         if want(kind):
@@ -252,6 +252,8 @@ def fetch_initial_state(
         state["muted_topics"] = muted_topics(tx, user, options.get("empty_topic_name", False))
     if want("alert_words"):
         state.update(alert_words_state(tx, user))
+    if want("muted_users"):
+        state["muted_users"] = muted_users.list_muted_users(tx, user)
     if want("user_status"):
         state["user_status"] = user_status_state(tx)
     return state
