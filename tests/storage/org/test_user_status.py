@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from storage.text import emoji
-from tests.support.events_helpers import register
+from tests.support.events_helpers import events_now, of_type, register
 from tests.support.helpers import assert_error, assert_success, events_since, make_bot
 
 OWN = "/users/me/status"
@@ -129,3 +129,23 @@ def test_deactivated_users_are_left_out_of_register(live):
     assert_success(alice.post(OWN, {"status_text": "bye"}))
     live.write(lambda tx: tx.execute("UPDATE users SET is_active = 0 WHERE id = ?", (alice.id,)))
     assert statuses(live.owner) == {}
+
+
+def test_events_reach_a_mobile_apps_queue(live):
+    """The queue of a client registered as the Zulip mobile app registers (all event types, modern
+    capabilities) gets user_status and muted_users events in the shape its decoders read."""
+    alice = live.make_user()
+    bob = live.make_user()
+    capabilities = {"user_settings_object": True, "empty_topic_name": True, "bulk_message_deletion": True}
+    queue = register(alice, apply_markdown=True, slim_presence=True, client_capabilities=capabilities)
+    assert queue["user_status"] == {} and queue["muted_users"] == []
+    assert queue["realm_enable_read_receipts"] is True and queue["realm_moderation_request_channel_id"] == -1
+    assert_success(bob.post(OWN, {"status_text": "Lunch", "emoji_name": "pizza"}))
+    assert_success(alice.post(f"/users/me/muted_users/{bob.id}"))
+    events = [
+        {k: v for k, v in e.items() if k != "id"} for e in of_type(events_now(alice, queue["queue_id"]), "user_status")
+    ]
+    assert events == [{"type": "user_status", "user_id": bob.id, "status_text": "Lunch", "emoji_name": "pizza",
+                       "emoji_code": "1f355", "reaction_type": "unicode_emoji"}]  # fmt: skip
+    [muted] = of_type(events_now(alice, queue["queue_id"]), "muted_users")
+    assert isinstance(muted["id"], int) and muted["muted_users"] == [{"id": bob.id, "timestamp": int(live.clock.now)}]

@@ -62,7 +62,7 @@ REGISTER_KEYS = {
         "server_avatar_changes_disabled", "server_name_changes_disabled", "server_needs_upgrade",
         "server_jitsi_server_url", "max_message_length", "max_topic_length", "max_stream_name_length",
         "max_stream_description_length", "realm_empty_topic_display_name", "event_queue_longpoll_timeout_seconds",
-        "server_generation",
+        "server_generation", "realm_moderation_request_channel_id", "server_report_message_types",
     ],
     "realm_bot": ["realm_bots"],
     "realm_domains": ["realm_domains"],
