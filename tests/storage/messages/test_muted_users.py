@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.messages import muted_users
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_error, assert_success, events_since, make_bot
 from tests.support.push_notify_helpers import add_device, notified_message_ids
@@ -118,3 +119,15 @@ def test_no_push_notification_from_a_muted_user(people):
     assert notified_message_ids(live, phone) == []
     from_owner = send_direct_ok(live.owner, [alice.id], "someone else")
     assert notified_message_ids(live, phone) == [from_owner]
+
+
+def test_query_plans(live):
+    """Every send asks who muted its sender: one probe of muted_users_by_muted; muting reads the
+    muting user's unread rows through user_messages_unread."""
+
+    def details(sql, params):
+        return " | ".join(row["detail"] for row in live.read(lambda tx: tx.all("EXPLAIN QUERY PLAN " + sql, params)))
+
+    assert "USING COVERING INDEX muted_users_by_muted (muted_user_id=?)" in details(muted_users.MUTERS_SQL, (1,))
+    plan = details(muted_users.UNREAD_FROM_SENDER, (1, 2))
+    assert "USING INDEX user_messages_unread (user_id=?)" in plan and "TEMP B-TREE" not in plan
