@@ -21,10 +21,13 @@ from tornchat.handlers import (
     message_edit,
     message_flags,
     message_history,
+    message_reports,
     messages,
+    muted_users,
     presence,
     profile_fields,
     reactions,
+    read_receipts,
     realm_emoji,
     saved_snippets,
     scheduled_messages,
@@ -34,6 +37,7 @@ from tornchat.handlers import (
     topics,
     typing_notifications,
     uploads,
+    user_status,
     user_topics,
 )
 from tornchat.handlers import realm as realm_handlers
@@ -77,5 +81,9 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *uploads.ROUTES,
     *user_topics.ROUTES,
     *alert_words.ROUTES,
+    *user_status.ROUTES,
+    *muted_users.ROUTES,
+    *read_receipts.ROUTES,
+    *message_reports.ROUTES,
     *topics.ROUTES,
 ]

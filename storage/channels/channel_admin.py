@@ -235,6 +235,9 @@ def _privacy_changes(
         raise ApiError("Invalid parameters")
     if private and _given(update.is_default_stream, channel.id in default_channel_ids(tx)):
         raise ApiError("A default channel cannot be private.")
+    # Reports go to the moderation request channel (storage/messages/message_reports.py): it stays private.
+    if not private and tx.value("SELECT moderation_request_channel_id FROM realm") == channel.id:
+        raise ApiError("Moderation request channel must be private.")
     if update.is_private is not None:
         if not has_content_access(tx, actor, channel):
             raise ApiError("Channel content access is required.")

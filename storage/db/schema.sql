@@ -181,6 +181,13 @@ CREATE TABLE 'messages_fts_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WIT
 
 CREATE TABLE migrations ( id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);
 
+CREATE TABLE muted_users (
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    muted_user_id INTEGER NOT NULL REFERENCES users (id),
+    date_muted INTEGER NOT NULL,
+    PRIMARY KEY (user_id, muted_user_id)
+) WITHOUT ROWID;
+
 CREATE TABLE presence_sequence (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     last_update_id INTEGER NOT NULL
@@ -230,7 +237,7 @@ CREATE TABLE realm (
     can_manage_all_groups INTEGER REFERENCES user_groups (id),
     can_set_delete_message_policy_group INTEGER REFERENCES user_groups (id),
     can_set_topics_policy_group INTEGER REFERENCES user_groups (id)
-, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800);
+, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800, enable_read_receipts INTEGER NOT NULL DEFAULT 1, moderation_request_channel_id INTEGER REFERENCES channels (id));
 
 CREATE TABLE "realm_emoji" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -339,6 +346,15 @@ CREATE TABLE user_settings (
     PRIMARY KEY (user_id, name)
 ) WITHOUT ROWID;
 
+CREATE TABLE user_statuses (
+    user_id INTEGER PRIMARY KEY REFERENCES users (id),
+    status_text TEXT NOT NULL DEFAULT '',
+    emoji_name TEXT NOT NULL DEFAULT '',
+    emoji_code TEXT NOT NULL DEFAULT '',
+    reaction_type TEXT NOT NULL DEFAULT 'unicode_emoji',
+    timestamp INTEGER NOT NULL
+);
+
 CREATE TABLE "user_topics" (
     user_id INTEGER NOT NULL REFERENCES users (id),
     channel_id INTEGER NOT NULL REFERENCES channels (id),
@@ -415,6 +431,8 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF topic, content ON messages BE
     INSERT INTO messages_fts (messages_fts, rowid, topic, content) VALUES ('delete', old.id, old.topic, old.content);
     INSERT INTO messages_fts (rowid, topic, content) VALUES (new.id, new.topic, new.content);
 END;
+
+CREATE INDEX muted_users_by_muted ON muted_users (muted_user_id, user_id);
 
 CREATE INDEX push_outbox_by_message ON push_outbox (message_id, user_id) WHERE message_id IS NOT NULL;
 

@@ -20,6 +20,7 @@ from storage.channels.channels import (
 from storage.channels.topics import check_topic_allowed, normalize_topic, topic_exists
 from storage.db.tx import Tx, topic_key
 from storage.fetch.message_objects import event_message_object
+from storage.messages import muted_users
 from storage.messages.attachments import claim_attachments
 from storage.messages.message_render import render_message
 from storage.model import flags, recipients
@@ -256,6 +257,9 @@ def user_flags(
             result[user_id] |= flags.TOPIC_WILDCARD_MENTIONED
     if read_by_sender:
         result[sender.id] |= flags.READ
+    # Zulip's rule: a message from someone the receiver muted arrives read (no unread count, no push).
+    for user_id in muted_users.muters_of(tx, sender.id, receivers - {sender.id}):
+        result[user_id] |= flags.READ
     return result
 
 

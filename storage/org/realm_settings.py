@@ -1,4 +1,6 @@
-"""The realm's message-editing settings (PATCH /realm) and the checks that enforce them.
+"""The realm's settings PATCH /realm changes: message editing and the checks that enforce it, read
+receipts (storage/messages/read_receipts.py) and the moderation request channel
+(storage/messages/message_reports.py).
 
 Zulip's rules: editing a message's content needs allow_message_editing and, unless the limit is
 unlimited (NULL), happens within message_content_edit_limit_seconds of sending (plus a 20-second grace
@@ -15,6 +17,7 @@ from typing import Any
 import msgspec
 
 from storage.db.tx import Tx
+from storage.model.channel import get_channel_by_id
 from storage.model.errors import ApiError, must_be_admin
 from storage.model.user import User
 from storage.org import groups
@@ -31,6 +34,10 @@ TIME_LIMITS = (
 )
 # Settings whose events keep their historical update_dict form in Zulip.
 UPDATE_DICT_SETTINGS = ("allow_message_editing", "message_content_edit_limit_seconds")
+# The other settings PATCH /realm takes, and their types there. A moderation request channel of
+# -1 (NULL in the realm row) turns message reports off.
+OTHER_SETTINGS: dict[str, type] = {"enable_read_receipts": bool, "moderation_request_channel_id": int}
+NO_CHANNEL = -1
 
 
 class RealmSettings(msgspec.Struct, frozen=True):
@@ -54,12 +61,39 @@ def get_realm_settings(tx: Tx) -> RealmSettings:
     return msgspec.convert(dict(row), RealmSettings, strict=False)
 
 
+def get_other_settings(tx: Tx) -> dict[str, Any]:
+    """Return OTHER_SETTINGS' values as the API shows them (-1: no moderation request channel)."""
+    row = tx.one("SELECT enable_read_receipts, moderation_request_channel_id FROM realm")
+    assert row is not None
+    channel_id = row["moderation_request_channel_id"]
+    return {
+        "enable_read_receipts": bool(row["enable_read_receipts"]),
+        "moderation_request_channel_id": NO_CHANNEL if channel_id is None else channel_id,
+    }
+
+
 def realm_settings_state(tx: Tx) -> dict[str, Any]:
     """POST /register's realm_* keys of these settings (and the policy that replaced allow_edit_history)."""
     settings = get_realm_settings(tx)
     state = {f"realm_{name}": getattr(settings, name) for name in RealmSettings.__struct_fields__}
     state["realm_message_edit_history_visibility_policy"] = "all" if settings.allow_edit_history else "none"
+    state.update({f"realm_{name}": value for name, value in get_other_settings(tx).items()})
     return state
+
+
+def check_moderation_channel(tx: Tx, channel_id: int) -> int | None:
+    """Return the column's value for a moderation request channel: None for -1, else a private channel's id.
+
+    Administrators may name any channel, so an unknown or archived one is "Invalid channel ID".
+    """
+    if channel_id == NO_CHANNEL:
+        return None
+    channel = get_channel_by_id(tx, channel_id)
+    if channel is None or channel.is_archived:
+        raise ApiError("Invalid channel ID")
+    if not channel.invite_only:
+        raise ApiError("Moderation request channel must be private.")
+    return channel.id
 
 
 def parse_time_limit(name: str, value: int | str) -> int | None:
@@ -81,11 +115,15 @@ def update_realm_settings(tx: Tx, actor: User, changes: dict[str, Any]) -> dict[
     if not actor.is_admin:
         raise must_be_admin()
     wanted = {name: parse_time_limit(name, v) if name in TIME_LIMITS else v for name, v in changes.items()}
-    current = msgspec.structs.asdict(get_realm_settings(tx))
+    current = {**msgspec.structs.asdict(get_realm_settings(tx)), **get_other_settings(tx)}
     changed = {name: value for name, value in wanted.items() if current[name] != value}
+    if "moderation_request_channel_id" in changed:
+        stored = check_moderation_channel(tx, changed["moderation_request_channel_id"])
+        tx.execute("UPDATE realm SET moderation_request_channel_id = ?", (stored,))
     audience = groups.active_user_ids(tx)
     for name, value in changed.items():
-        tx.execute(f"UPDATE realm SET {name} = ?", (value,))  # name: one of RealmSettings' fields
+        if name != "moderation_request_channel_id":
+            tx.execute(f"UPDATE realm SET {name} = ?", (value,))  # name: a field of RealmSettings or OTHER_SETTINGS
         if name in UPDATE_DICT_SETTINGS:
             event = {"type": "realm", "op": "update_dict", "property": "default", "data": {name: value}}
         else:

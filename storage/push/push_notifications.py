@@ -12,7 +12,8 @@ not read it, and has a device with a push key and a confirmed token, is notified
     default), or in a channel whose push_notifications setting they turned on (the user's
     default is off), in both cases unless the channel or the topic is muted.
 Muting follows Zulip's hierarchy: a muted topic is always muted; a muted channel is muted except
-for topics the user unmuted or follows. tornchat has no muted users yet, so none are skipped.
+for topics the user unmuted or follows. A message from a user the receiver muted arrives read
+(storage/messages/muted_users.py), so it notifies nobody who muted its sender, as in Zulip.
 
 Payload (Zulip's E2EE payload, api/mobile-notifications): realm_url, realm_name, user_id,
 sender_id, sender_full_name, sender_avatar_url, time, type "message", message_id, content (the

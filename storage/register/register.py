@@ -12,7 +12,7 @@ from storage.channels.topics import display_topic
 from storage.channels.user_topics import list_user_topics, muted_checker, muted_topics
 from storage.db.tx import Tx, topic_key
 from storage.membership import subscriptions
-from storage.messages import drafts, saved_snippets, scheduled_messages
+from storage.messages import drafts, muted_users, saved_snippets, scheduled_messages
 from storage.model import realm as model_realm
 from storage.model.flags import ANY_MENTION, MENTIONED
 from storage.model.realm import Realm
@@ -21,6 +21,7 @@ from storage.org import realm as realm_storage
 from storage.org.alert_words import alert_words_state
 from storage.org.presence import presence_state
 from storage.org.realm_emoji import realm_emoji_state
+from storage.org.user_status import user_status_state
 from storage.push import devices
 from storage.register import register_realm, register_user
 from storage.register.register_channels import ChannelObjects
@@ -135,11 +136,11 @@ def subscription_state(
 
 # (event type, state key, type of its empty value) of the features this server lacks.
 NOTHING_TO_SHOW: tuple[tuple[str, str, Any], ...] = (
-    ("muted_users", "muted_users", list), ("realm_domains", "realm_domains", list),
+    ("realm_domains", "realm_domains", list),
     ("realm_playgrounds", "realm_playgrounds", list), ("default_stream_groups", "realm_default_stream_groups", list),
     ("realm_embedded_bots", "realm_embedded_bots", list),
     ("realm_incoming_webhook_bots", "realm_incoming_webhook_bots", list),
-    ("user_status", "user_status", dict), ("onboarding_steps", "onboarding_steps", list),
+    ("onboarding_steps", "onboarding_steps", list),
 )  # fmt: skip
 
 
@@ -177,8 +178,8 @@ def _user_and_realm_state(
     if want("stream"):
         active = tx.column("SELECT id FROM channels WHERE NOT is_archived ORDER BY name")
         state["streams"] = visible_channels(tx, user, active, objects)
-    # Features this server does not have: no muted users, realm domains, code playgrounds, default
-    # channel groups, embedded or incoming-webhook bots, user statuses or onboarding steps.
+    # Features this server does not have: no realm domains, code playgrounds, default
+    # channel groups, embedded or incoming-webhook bots or onboarding steps.
     for kind, key, value in NOTHING_TO_SHOW:
         if want(kind):
             state[key] = value()
@@ -254,4 +255,8 @@ def fetch_initial_state(
         state["muted_topics"] = muted_topics(tx, user, options.get("empty_topic_name", False))
     if want("alert_words"):
         state.update(alert_words_state(tx, user))
+    if want("muted_users"):
+        state["muted_users"] = muted_users.list_muted_users(tx, user)
+    if want("user_status"):
+        state["user_status"] = user_status_state(tx)
     return state

@@ -11,6 +11,7 @@ from typing import Any
 
 from storage.db.tx import Tx
 from storage.messages import typing_notifications as typing
+from storage.messages.message_reports import report_types
 from storage.model.realm import Realm
 from storage.org import passwords, presence, profile_fields, realm_settings, users
 from storage.org.external_accounts import default_external_accounts
@@ -75,7 +76,6 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "realm_email_auth_enabled": True, "realm_password_auth_enabled": True,
         "realm_authentication_methods": {"Email": {"enabled": True, "available": True}},
         "realm_inline_url_embed_preview": False,
-        "realm_enable_read_receipts": False,
         "realm_is_zephyr_mirror_realm": False,
         "realm_bot_domain": realm.email_host,
         "realm_default_code_block_language": "",
@@ -88,6 +88,7 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         # Search is SQLite FTS5, which drops no stop words.
         "stop_words": [],
         "giphy_api_key": "",  # no GIF picker
+        "server_report_message_types": report_types(),
     })  # fmt: skip
     return state
 

@@ -50,3 +50,17 @@ def test_profile_fields(zulip_client):
 def test_errors_come_back_as_json(zulip_client):
     result = zulip_client.get_user_by_id(999999)
     assert result == {"result": "error", "msg": "No such user", "code": "BAD_REQUEST"}
+
+
+def test_status_mute_receipts_and_reports_through_call_endpoint(zulip_client, live):
+    """The zulip package has no methods for these; scripts reach them through call_endpoint."""
+    alice = live.make_user(full_name="Alice")
+    call = zulip_client.call_endpoint
+    assert call("users/me/status", method="POST", request={"status_text": "Busy", "away": True})["result"] == "success"
+    assert call(f"users/{live.owner.id}/status", method="GET")["status"] == {"away": True, "status_text": "Busy"}
+    assert call(f"users/me/muted_users/{alice.id}", method="POST")["result"] == "success"
+    assert call(f"users/me/muted_users/{alice.id}", method="POST")["msg"] == "User already muted"
+    message_id = zulip_client.send_message({"type": "private", "to": [alice.id], "content": "hello"})["id"]
+    assert call(f"messages/{message_id}/read_receipts", method="GET")["user_ids"] == []
+    report = call(f"messages/{message_id}/report", method="POST", request={"report_type": "spam"})
+    assert report["msg"] == "Message reporting is not enabled in this organization."

@@ -1,4 +1,4 @@
-"""The organization's settings: PATCH /realm (the message-editing settings)."""
+"""The organization's settings: PATCH /realm (message editing, read receipts, the moderation request channel)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from storage.org import realm_settings
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
-# One optional field per setting of storage.org.realm_settings.RealmSettings. Limits are seconds or
+# One optional field per setting of storage.org.realm_settings.RealmSettings and OTHER_SETTINGS. Limits are seconds or
 # "unlimited": JSON (Zulip's Json[int | str]), or the bare word as the zulip package sends a string;
 # storage.org.realm_settings.parse_time_limit checks them.
 UpdateRealm: Any = msgspec.defstruct(
     "UpdateRealm",
     [
-        (name, (str if name in realm_settings.TIME_LIMITS else bool) | None, None)
-        for name in realm_settings.RealmSettings.__struct_fields__
+        *(
+            (name, (str if name in realm_settings.TIME_LIMITS else bool) | None, None)
+            for name in realm_settings.RealmSettings.__struct_fields__
+        ),
+        *((name, kind | None, None) for name, kind in realm_settings.OTHER_SETTINGS.items()),
     ],
     kw_only=True,
 )
