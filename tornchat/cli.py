@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backup = commands.add_parser(
         "backup",
-        help="copy a data directory (database, zuliprc, tornchat.toml, uploads) to FILE, a .tar.gz; safe while serving",
+        help="copy a data directory (database, zuliprc, tornchat.toml, push-bouncer.json, uploads) to FILE,"
+        " a .tar.gz; safe while serving",
     )
     backup.add_argument("--data-dir", dest="data_dir", help="data directory to back up (default ./tornchat-data)")
     backup.add_argument("file", metavar="FILE", help="the archive to write (replaced if it exists)")
@@ -235,6 +236,8 @@ def command_register_push_bouncer(args: argparse.Namespace) -> None:
         os.replace(path + ".new", path)
         push_bouncer.upload_realm(url, org_id, org_key, realm)
     except push_bouncer.BouncerError as error:
+        if error.status is None:  # no answer, or not one of the service's
+            raise CommandError(error.msg) from None
         raise CommandError(f"the push notification service at {url} refused: {error.msg}") from None
     print(f"{'Registered' if created else 'Updated the registration of'} {hostname} at {url}")
     print(f"Organization id {org_id}; credentials kept in {os.path.abspath(path)} (readable by its owner only)")

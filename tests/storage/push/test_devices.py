@@ -1,5 +1,5 @@
 """Client devices: POST /register_client_device, POST /remove_client_device, the `devices` state,
-`device` events, and the push service settings."""
+`device` events, and the push bouncer settings."""
 
 from __future__ import annotations
 

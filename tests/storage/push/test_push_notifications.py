@@ -1,8 +1,8 @@
 """Push notifications: who is notified, the encrypted payload, and withdrawal on read and deletion.
 
-These tests read the queued notifications back from push_outbox (no push service is configured,
+These tests read the queued notifications back from push_outbox (no push bouncer is configured,
 so nothing sends them) and open each with its device's key. test_push_delivery.py sends them
-through the stand-in push service.
+through the stand-in push bouncer.
 """
 
 from __future__ import annotations
