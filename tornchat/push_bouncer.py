@@ -32,12 +32,12 @@ import uuid
 from typing import Any
 
 from storage.model.realm import Realm
-from tornchat import FEATURE_LEVEL, __version__
+from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 
 DEFAULT_BOUNCER_URL = "https://push.zulipchat.com"
 ORG_KEY_LENGTH = 64
 TIMEOUT_SECONDS = 15.0  # Zulip's PushBouncerSession default
-USER_AGENT = f"ZulipServer/{__version__} (tornchat)"
+USER_AGENT = f"ZulipServer/{ZULIP_VERSION}"  # as Zulip servers name themselves to the bouncer
 
 # How a 4xx answer is handled (Zulip's rules for device registrations, applied to notifications too):
 # the server's administrator has to act (credentials, the realm unknown to the bouncer, the plan):
@@ -106,8 +106,8 @@ def analytics_form(realm: Realm) -> dict[str, str]:
         "installation_counts": "[]",
         "realmauditlog_rows": "[]",
         "realms": json.dumps([realm_info(realm)]),
-        "version": json.dumps(__version__),
-        "merge_base": json.dumps(__version__),
+        "version": json.dumps(ZULIP_VERSION),
+        "merge_base": json.dumps(ZULIP_VERSION),
         "api_feature_level": json.dumps(FEATURE_LEVEL),
     }
 
