@@ -8,8 +8,8 @@ import zulip
 
 from tests.support.channel_helpers import make_channel
 from tests.support.helpers import LiveServer, NextServer, data_dir_for
+from tests.support.push_bouncer import StandInBouncer
 from tests.support.push_helpers import push_server, stop_server
-from tests.support.push_service import StandInPushService
 from tornchat.bootstrap import write_zuliprc
 
 
@@ -70,16 +70,16 @@ def restart(live):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def push_service() -> Iterator[StandInPushService]:
-    """The stand-in push service; its clock is set to the live servers' fake clock by push_live."""
-    service = StandInPushService()
-    yield service
-    service.close()
+def bouncer() -> Iterator[StandInBouncer]:
+    """The stand-in push bouncer; its clock is set to the live servers' fake clock by push_live."""
+    running = StandInBouncer()
+    yield running
+    running.close()
 
 
 @pytest.fixture
-def push_live(tmp_path, push_service: StandInPushService) -> Iterator[LiveServer]:
-    """A fresh server configured with the stand-in push service (sharing the server's fake clock)."""
-    server = push_server(data_dir_for(tmp_path), push_service)
+def push_live(tmp_path, bouncer: StandInBouncer) -> Iterator[LiveServer]:
+    """A fresh server registered with the stand-in push bouncer (sharing the server's fake clock)."""
+    server = push_server(data_dir_for(tmp_path), bouncer)
     yield server
-    stop_server(server, push_service)
+    stop_server(server, bouncer)

@@ -1,9 +1,10 @@
-"""The `tornchat` command: serve, init, create-user, backup, restore."""
+"""The `tornchat` command: serve, init, create-user, backup, restore, register-push-bouncer."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -51,8 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "realm_name",
             "email_host",
             "site",
-            "push_service_url",
-            "push_service_public_key",
+            "push_bouncer_url",
             "max_body_size",
             "trusted_proxy",
             "max_queue_bytes",
@@ -94,11 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--site", help="public URL of the server written to zuliprc (default http://HOST:PORT, https with TLS)"
     )
-    serve.add_argument("--push-service-url", dest="push_service_url", help="URL of the push notification service")
     serve.add_argument(
-        "--push-service-public-key",
-        dest="push_service_public_key",
-        help="standard Base64 of the push service's Curve25519 public key (required with --push-service-url)",
+        "--push-bouncer-url",
+        dest="push_bouncer_url",
+        help="URL of Zulip's push notification service (default: the one `register-push-bouncer` registered with)",
     )
     serve.add_argument(
         "--max-body-size", dest="max_body_size", type=int, help="largest request body in bytes (default 25 MiB)"
@@ -160,14 +159,89 @@ def build_parser() -> argparse.ArgumentParser:
     )
     backup = commands.add_parser(
         "backup",
-        help="copy a data directory (database, zuliprc, tornchat.toml, uploads) to FILE, a .tar.gz; safe while serving",
+        help="copy a data directory (database, zuliprc, tornchat.toml, push-bouncer.json, uploads) to FILE,"
+        " a .tar.gz; safe while serving",
     )
     backup.add_argument("--data-dir", dest="data_dir", help="data directory to back up (default ./tornchat-data)")
     backup.add_argument("file", metavar="FILE", help="the archive to write (replaced if it exists)")
     restore = commands.add_parser("restore", help="unpack a backup FILE into a new or empty data directory")
     restore.add_argument("--data-dir", dest="data_dir", required=True)
     restore.add_argument("file", metavar="FILE", help="an archive written by `tornchat backup`")
+    bouncer = commands.add_parser(
+        "register-push-bouncer",
+        help="register this server with Zulip's mobile push notification service, so the Zulip apps get notifications",
+    )
+    bouncer.add_argument("--data-dir", dest="data_dir", required=True)
+    bouncer.add_argument(
+        "--bouncer-url",
+        dest="bouncer_url",
+        help="the push notification service (default: the one registered before, else https://push.zulipchat.com)",
+    )
+    bouncer.add_argument("--contact-email", dest="contact_email", required=True, help="the service writes here")
+    bouncer.add_argument("--hostname", help="this server's public host[:port] (default: that of the realm's URL)")
+    bouncer.add_argument(
+        "--agree-to-terms-of-service",
+        dest="agree",
+        action="store_true",
+        help="agree to the Zulip Terms of Service (https://zulip.com/policies/terms), which govern the service",
+    )
     return parser
+
+
+def command_register_push_bouncer(args: argparse.Namespace) -> None:
+    """Register (or update) the server at the bouncer, keep its credentials, and upload the realm.
+
+    The organization id and key are made once and kept in DATA_DIR/push-bouncer.json (mode 600),
+    where `serve` finds them with the bouncer URL; registering again reuses them, as Zulip's
+    `manage.py register_server` does.
+    """
+    from storage.model.realm import get_realm
+    from storage.org.realm import realm_exists
+    from tornchat import push_bouncer
+    from tornchat.bootstrap import open_private
+    from tornchat.settings import PUSH_BOUNCER_KEYS, is_bouncer_url, read_bouncer_credentials
+
+    if not args.agree:
+        raise CommandError(
+            "the push notification service is governed by the Zulip Terms of Service"
+            " (https://zulip.com/policies/terms): pass --agree-to-terms-of-service to agree"
+        )
+    settings = _settings(args)
+    if not os.path.exists(settings.database_path):
+        raise CommandError(f"no tornchat database in {settings.data_dir}: run `tornchat init` first")
+    path = settings.push_bouncer_credentials_path
+    try:
+        stored = read_bouncer_credentials(path)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    url = args.bouncer_url or stored.get("push_bouncer_url") or push_bouncer.DEFAULT_BOUNCER_URL
+    if not is_bouncer_url(url):
+        raise CommandError(f"invalid --bouncer-url {url!r}: it must start with http:// or https://")
+    db = Database(settings.database_path)
+    try:
+        if not db.read(realm_exists):
+            raise CommandError(f"no organization in {settings.data_dir}: run `tornchat init` first")
+        realm = db.read(get_realm)
+    finally:
+        db.close()
+    org_id, org_key = stored.get("zulip_org_id"), stored.get("zulip_org_key")
+    if org_id is None or org_key is None:
+        org_id, org_key = push_bouncer.new_credentials()
+    hostname = args.hostname or push_bouncer.realm_host(realm)
+    try:
+        created = push_bouncer.register_server(url, org_id, org_key, hostname, args.contact_email)
+        # Kept before the realm goes up: a failed upload is retried by `serve` (MISSING_REMOTE_REALM).
+        with open_private(path + ".new") as handle:
+            json.dump(dict(zip(PUSH_BOUNCER_KEYS, (url, org_id, org_key), strict=True)), handle, indent=2)
+        os.replace(path + ".new", path)
+        push_bouncer.upload_realm(url, org_id, org_key, realm)
+    except push_bouncer.BouncerError as error:
+        if error.status is None:  # no answer, or not one of the service's
+            raise CommandError(error.msg) from None
+        raise CommandError(f"the push notification service at {url} refused: {error.msg}") from None
+    print(f"{'Registered' if created else 'Updated the registration of'} {hostname} at {url}")
+    print(f"Organization id {org_id}; credentials kept in {os.path.abspath(path)} (readable by its owner only)")
+    print("Restart `tornchat serve` to send push notifications through it.")
 
 
 def command_backup(args: argparse.Namespace) -> None:
@@ -345,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         "create-user": command_create_user,
         "backup": command_backup,
         "restore": command_restore,
+        "register-push-bouncer": command_register_push_bouncer,
     }
     try:
         handlers[args.command](args)

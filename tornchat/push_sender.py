@@ -1,12 +1,15 @@
-"""The sender: delivers the push outbox to the push notification service, on the IOLoop.
+"""The sender: delivers the push outbox to Zulip's push bouncer, on the IOLoop.
 
 Rows are committed before any attempt (storage/push/push_outbox.py), so the sender only ever reads
 what is due, sends it with Tornado's AsyncHTTPClient (timeouts set, a bounded number at once, so a
-slow or hanging service never blocks the loop or other requests), and records the outcome:
-200 deletes the row; a 4xx answer is a permanent refusal (the row is deleted and its kind's
-outcome handler told why); a 5xx answer, a timeout or no connection pushes the next attempt back
-with exponential backoff. One IOLoop timer is armed for the next due row; `enqueue` wakes the
-sender after its commit. Tests drive it without sleeping through `send_due()`.
+slow or hanging bouncer never blocks the loop or other requests), and records the outcome, by the
+rules of tornchat/push_bouncer.py: 200 deletes the row; a 4xx answer the administrator must fix
+(credentials, the realm unknown to the bouncer: then the realm is uploaded again) is retried, any
+other 4xx is a permanent refusal (the row is deleted and its kind's outcome handler told why); a
+5xx answer, a timeout or no connection pushes the next attempt back with exponential backoff. A
+row still undelivered after a day is dropped as REQUEST_EXPIRED. One IOLoop timer is armed for the
+next due row; `enqueue` wakes the sender after its commit. Tests drive it without sleeping through
+`send_due()`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -21,13 +25,17 @@ import tornado.httpclient
 
 from storage.db.database import Database
 from storage.db.tx import Tx
+from storage.model.realm import get_realm
 from storage.push import push_outbox
 from storage.push.push_outbox import OutboxRow
+from tornchat import push_bouncer
 
 log = logging.getLogger("tornchat.push")
 
-# outcome(tx, row, error_code): the service accepted the row (error_code None) or refused it for good.
+# outcome(tx, row, error_code): the bouncer accepted the row (error_code None) or refused it for good.
 OutcomeHandler = Callable[[Tx, OutboxRow, str | None], None]
+# forget(tx, token_ids): the bouncer no longer knows these tokens (a notify answer's delete_token_ids).
+ForgetHandler = Callable[[Tx, list[str]], None]
 CallLater = Callable[[float, Callable[[], None]], Any]
 
 CONCURRENCY = 8
@@ -38,24 +46,36 @@ MAX_TIMER_SECONDS = 60.0
 MIN_TIMER_SECONDS = 0.01
 SENT = "sent"
 RETRY = "retry"
+# The bouncer endpoint of each outbox kind, and how its body is sent.
+ENDPOINTS = {"register": "push/e2ee/register", "notify": "push/e2ee/notify"}
+FORM_KINDS = frozenset({"register"})
+
+
+class BouncerConfig:
+    """Where the bouncer is and how this server signs in to it."""
+
+    def __init__(self, url: str, org_id: str, org_key: str) -> None:
+        self.url, self.org_id, self.org_key = url, org_id, org_key
 
 
 class PushSender:
-    """Sends due push_outbox rows to `url` + "/register" or "/notify"."""
+    """Sends due push_outbox rows to the bouncer's E2EE register and notify endpoints."""
 
     def __init__(
         self,
         db: Database,
         clock: Callable[[], float],
-        url: str,
+        bouncer: BouncerConfig,
         call_later: CallLater,
         cancel_timer: Callable[[Any], None],
         handlers: dict[str, OutcomeHandler] | None = None,
         concurrency: int = CONCURRENCY,
+        forget_tokens: ForgetHandler | None = None,
     ) -> None:
         self.db = db
         self.clock = clock
-        self.url = url.rstrip("/")
+        self.bouncer = bouncer
+        self.forget_tokens = forget_tokens
         self.call_later = call_later
         self.cancel_timer = cancel_timer
         self.handlers = dict(handlers or {})
@@ -152,29 +172,77 @@ class PushSender:
         if push_outbox.is_expired(row, self.clock()):
             log.warning("push outbox row %d (%s) expired undelivered after %d attempts", row.id, row.kind, row.attempts)
             return "REQUEST_EXPIRED"
+        endpoint = ENDPOINTS[row.kind]
+        if row.kind in FORM_KINDS:
+            content_type, body = "application/x-www-form-urlencoded", urllib.parse.urlencode(row.body)
+        else:
+            content_type, body = "application/json", json.dumps(row.body)
+        response = await self._fetch("POST", endpoint, content_type, body)
+        if response is None:
+            log.info("push bouncer unreachable for outbox row %d", row.id)
+            return RETRY
+        if response.code == 200:
+            if row.kind == "notify":
+                self._forget(response.body)
+            return SENT
+        verdict, code, msg = push_bouncer.classify(response.code, response.body)
+        if verdict == "refused":
+            log.info("push bouncer refused outbox row %d (%s): HTTP %d %s", row.id, row.kind, response.code, code)
+            return code
+        if code == push_bouncer.MISSING_REMOTE_REALM:
+            await self._upload_realm()
+        if response.code >= 500:
+            log.info("push bouncer unavailable for outbox row %d: HTTP %d", row.id, response.code)
+        else:
+            log.error("push bouncer refused outbox row %d (%s) until its administrator acts: %s %s",
+                      row.id, row.kind, code, msg)  # fmt: skip
+        return RETRY
+
+    async def _fetch(
+        self, method: str, endpoint: str, content_type: str | None = None, body: str | None = None
+    ) -> tornado.httpclient.HTTPResponse | None:
+        """Send one authenticated request to the bouncer; None when no answer came."""
         assert self._http is not None
+        headers = {
+            "Authorization": push_bouncer.basic_auth(self.bouncer.org_id, self.bouncer.org_key),
+            "User-Agent": push_bouncer.USER_AGENT,
+        }
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         request = tornado.httpclient.HTTPRequest(
-            f"{self.url}/{row.kind}",
-            method="POST",
-            headers={"Content-Type": "application/json"},
-            body=json.dumps(row.body),
+            push_bouncer.endpoint_url(self.bouncer.url, endpoint),
+            method=method,
+            headers=headers,
+            body=body,
             connect_timeout=CONNECT_TIMEOUT,
             request_timeout=REQUEST_TIMEOUT,
         )
         try:
-            response = await self._http.fetch(request, raise_error=False)
+            return await self._http.fetch(request, raise_error=False)
         except (OSError, tornado.httpclient.HTTPClientError) as error:
-            # No connection, a timeout, a reset: the service may come back.
-            log.info("push service unreachable for outbox row %d: %s", row.id, error)
-            return RETRY
-        if response.code == 200:
-            return SENT
-        if 400 <= response.code < 500:
-            code = _error_code(response.body)
-            log.info("push service refused outbox row %d (%s): HTTP %d %s", row.id, row.kind, response.code, code)
-            return code
-        log.info("push service unavailable for outbox row %d: HTTP %d", row.id, response.code)
-        return RETRY
+            # No connection, a timeout, a reset: the bouncer may come back.
+            log.info("push bouncer unreachable: %s", error)
+            return None
+
+    async def _upload_realm(self) -> None:
+        """Tell the bouncer of the realm again (it answered MISSING_REMOTE_REALM)."""
+        realm = self.db.read(get_realm)
+        form = urllib.parse.urlencode(push_bouncer.analytics_form(realm))
+        response = await self._fetch("POST", "server/analytics", "application/x-www-form-urlencoded", form)
+        if response is None or response.code != 200:
+            answer = "no answer" if response is None else f"HTTP {response.code}"
+            log.error("push bouncer: uploading the realm failed: %s", answer)
+        else:
+            log.info("push bouncer: the realm %s was uploaded again", realm.uuid)
+
+    def _forget(self, body: bytes | None) -> None:
+        """Clear the tokens a notify answer says the bouncer no longer knows."""
+        try:
+            token_ids = json.loads(body or b"").get("delete_token_ids") or []
+        except (ValueError, AttributeError):
+            return
+        if token_ids and self.forget_tokens is not None and not self.stopped:
+            self.db.write(self.forget_tokens, [t for t in token_ids if isinstance(t, str)])
 
     def _record(self, tx: Tx, row: OutboxRow, outcome: str) -> None:
         if outcome == RETRY:
@@ -190,12 +258,3 @@ class PushSender:
         handler = self.handlers.get(row.kind)
         if handler is not None:
             handler(tx, row, None if outcome == SENT else outcome)
-
-
-def _error_code(body: bytes | None) -> str:
-    """The `code` of the service's JSON error body, BAD_REQUEST when it has none."""
-    try:
-        code = json.loads(body or b"").get("code")
-    except (ValueError, AttributeError):
-        code = None
-    return code if isinstance(code, str) and code else "BAD_REQUEST"

@@ -14,12 +14,12 @@ from scheduler import Scheduler
 from storage.db.database import Database
 from storage.model.realm import get_realm
 from storage.org import users
-from storage.push import push_notifications, push_registration
+from storage.push import devices, push_notifications, push_registration
 from storage.text import rerender
 from tornchat.events.bus import EventBus
 from tornchat.events.gc_hold import release_garbage_collection
 from tornchat.events.registry import EventQueues
-from tornchat.push_sender import PushSender
+from tornchat.push_sender import BouncerConfig, PushSender
 from tornchat.ratelimit import LoginLimiter
 from tornchat.settings import Settings
 from tornchat.write_queue import WriteQueue
@@ -76,20 +76,23 @@ class Server:
         self.start_push_sender()
 
     def start_push_sender(self) -> None:
-        """With a push service configured, send the outbox: what waited now, new rows as they commit."""
-        if self.settings.push_service_url is None or self.push_sender is not None:
+        """With a push bouncer configured, send the outbox: what waited now, new rows as they commit."""
+        settings = self.settings
+        if settings.push_bouncer_url is None or self.push_sender is not None:
             return
+        assert settings.zulip_org_id is not None and settings.zulip_org_key is not None
         loop = tornado.ioloop.IOLoop.current()
         self.push_sender = PushSender(
             self.db,
             self.clock,
-            self.settings.push_service_url,
+            BouncerConfig(settings.push_bouncer_url, settings.zulip_org_id, settings.zulip_org_key),
             call_later=lambda delay, fn: loop.call_later(delay, fn),
             cancel_timer=loop.remove_timeout,
             handlers={
                 "register": push_registration.registration_outcome,
                 "withdrawn": push_notifications.withdrawn_in_flight,
             },
+            forget_tokens=devices.forget_tokens,
         )
         self.push_sender.start()
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import difflib
 import ipaddress
+import json
 import math
 import os
 import tomllib
 import urllib.parse
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -43,10 +43,12 @@ class Settings(msgspec.Struct, kw_only=True):
     email_host: str | None = None  # None: keep the stored host (bootstrap uses the site's host)
     site: str | None = None  # None: http://{host}:{port}, https:// with TLS
     web_public_channels: bool = True  # the server-wide switch for web-public channels
-    # The push notification service (both or neither): its URL and the standard Base64 of its
-    # 32-byte Curve25519 public key, with which mobile clients encrypt their token registrations.
-    push_service_url: str | None = None
-    push_service_public_key: str | None = None
+    # Zulip's mobile push notification service (its push bouncer), all three or none: its URL
+    # (https://push.zulipchat.com) and this server's registration there, the organization id (a
+    # UUID) and key that `tornchat register-push-bouncer` creates and keeps in DATA_DIR/push-bouncer.json.
+    push_bouncer_url: str | None = None
+    zulip_org_id: str | None = None
+    zulip_org_key: str | None = None
     # Limits at the HTTP edge (docs/reliability.md): the largest request body in bytes (Zulip's
     # nginx allows 25 MiB), the seconds allowed to send a request's headers (and to sit idle
     # between keep-alive requests) and its body, and the proxies whose X-Real-Ip and
@@ -77,7 +79,11 @@ class Settings(msgspec.Struct, kw_only=True):
 
     @property
     def push_configured(self) -> bool:
-        return self.push_service_url is not None
+        return self.push_bouncer_url is not None
+
+    @property
+    def push_bouncer_credentials_path(self) -> str:
+        return os.path.join(self.data_dir, PUSH_BOUNCER_FILE)
 
     @property
     def database_path(self) -> str:
@@ -101,6 +107,10 @@ class Settings(msgspec.Struct, kw_only=True):
 
 
 CONFIG_FILE = "tornchat.toml"  # in the data directory
+# Written by `tornchat register-push-bouncer` (mode 600): the bouncer URL, zulip_org_id, zulip_org_key.
+PUSH_BOUNCER_FILE = "push-bouncer.json"
+PUSH_BOUNCER_KEYS = ("push_bouncer_url", "zulip_org_id", "zulip_org_key")
+ZULIP_ORG_KEY_LENGTH = 64
 
 ENVIRONMENT = {
     "data_dir": "TORNCHAT_DATA_DIR",
@@ -110,8 +120,9 @@ ENVIRONMENT = {
     "email_host": "TORNCHAT_EMAIL_HOST",
     "site": "TORNCHAT_SITE",
     "web_public_channels": "TORNCHAT_WEB_PUBLIC_CHANNELS",
-    "push_service_url": "TORNCHAT_PUSH_SERVICE_URL",
-    "push_service_public_key": "TORNCHAT_PUSH_SERVICE_PUBLIC_KEY",
+    "push_bouncer_url": "TORNCHAT_PUSH_BOUNCER_URL",
+    "zulip_org_id": "TORNCHAT_ZULIP_ORG_ID",
+    "zulip_org_key": "TORNCHAT_ZULIP_ORG_KEY",
     "max_body_size": "TORNCHAT_MAX_BODY_SIZE",
     "header_timeout": "TORNCHAT_HEADER_TIMEOUT",
     "body_timeout": "TORNCHAT_BODY_TIMEOUT",
@@ -128,12 +139,15 @@ FIELD_TYPES = {field.name: field.type for field in msgspec.structs.fields(Settin
 # Keys of the file: every setting but the data directory, which holds the file. The owner's
 # password is refused there: it is needed once, at the first start, and a configuration file
 # lives long, is copied and is often readable by others (TORNCHAT_OWNER_PASSWORD or a generated one).
-FILE_KEYS = tuple(name for name in FIELD_TYPES if name != "data_dir")
 REFUSED_FILE_KEYS = {
     "data_dir": "the file is inside the data directory: use --data-dir or TORNCHAT_DATA_DIR",
+    "zulip_org_key": "a secret does not belong in a configuration file: `tornchat register-push-bouncer` keeps it"
+    f" in DATA_DIR/{PUSH_BOUNCER_FILE}, or use TORNCHAT_ZULIP_ORG_KEY",
     "owner_password": "a password does not belong in a configuration file: use TORNCHAT_OWNER_PASSWORD"
     " or let the first start generate one",
 }
+SETTING_KEYS = tuple(name for name in FIELD_TYPES if name != "data_dir")
+FILE_KEYS = tuple(name for name in SETTING_KEYS if name not in REFUSED_FILE_KEYS)
 TYPE_WORDS = {
     int: "an integer",
     float: "a number",
@@ -198,7 +212,7 @@ def load_settings(flags: dict[str, object], environ: dict[str, str] | None = Non
     in_file = _file_values(path)  # all checked, even those a variable or flag overrides
     values: dict[str, object] = {"data_dir": data_dir}
     sources: dict[str, _Source] = {}
-    for name in FILE_KEYS:
+    for name in SETTING_KEYS:
         if flags.get(name) is not None:
             given, source = flags[name], _Source("flag")
         elif environ.get(ENVIRONMENT[name]):
@@ -210,11 +224,35 @@ def load_settings(flags: dict[str, object], environ: dict[str, str] | None = Non
         if name == "trusted_proxy":
             given = split_addresses(given)
         values[name], sources[name] = _convert(name, given, source), source
+    _add_bouncer_credentials(values, sources, os.path.join(data_dir, PUSH_BOUNCER_FILE))
     settings = Settings(**values)  # type: ignore[arg-type]
-    _check_pair(settings, sources, "push_service_url", "push_service_public_key")
     _check_pair(settings, sources, "tls_cert", "tls_key")
     check_push_settings(settings, sources)
     return settings
+
+
+def _add_bouncer_credentials(values: dict[str, object], sources: dict[str, _Source], path: str) -> None:
+    """Fill the push bouncer settings not given otherwise from the file `register-push-bouncer` wrote."""
+    stored = read_bouncer_credentials(path)
+    for name in PUSH_BOUNCER_KEYS:
+        if name not in values and name in stored:
+            values[name], sources[name] = stored[name], _Source("file", path)
+
+
+def read_bouncer_credentials(path: str) -> dict[str, str]:
+    """The push bouncer settings kept at `path` ({} when there is none); ValueError for a bad file."""
+    try:
+        with open(path, "rb") as handle:
+            stored = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise ValueError(f"cannot read {path}: not valid JSON: {error}") from None
+    if not isinstance(stored, dict) or not all(isinstance(stored.get(k), str) for k in PUSH_BOUNCER_KEYS):
+        raise ValueError(f"cannot read {path}: expected an object of strings {', '.join(PUSH_BOUNCER_KEYS)}")
+    return {name: stored[name] for name in PUSH_BOUNCER_KEYS}
 
 
 def _file_values(path: str) -> dict[str, object]:
@@ -290,17 +328,38 @@ def _check_pair(settings: Settings, sources: dict[str, _Source], first: str, sec
 
 
 def check_push_settings(settings: Settings, sources: dict[str, _Source]) -> None:
-    """Raise ValueError unless the push service URL and key (given together) are valid."""
-    url, key = settings.push_service_url, settings.push_service_public_key
-    if url is None or key is None:
+    """Raise ValueError unless the push bouncer settings are all given, and valid, or none is."""
+    given = [name for name in PUSH_BOUNCER_KEYS if getattr(settings, name) is not None]
+    if not given:
         return
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        where = sources["push_service_url"].describe("push_service_url")
-        raise ValueError(f"invalid push service URL {url!r} ({where}): it must start with http:// or https://")
+    if len(given) < len(PUSH_BOUNCER_KEYS):
+        missing = [name for name in PUSH_BOUNCER_KEYS if name not in given]
+        where = sources[given[0]].describe(given[0])
+        raise ValueError(
+            f"{where} needs {' and '.join(missing)} too: run `tornchat register-push-bouncer`,"
+            " which stores all three in the data directory"
+        )
+    url, org_id, org_key = settings.push_bouncer_url, settings.zulip_org_id, settings.zulip_org_key
+    assert url is not None and org_id is not None and org_key is not None
+    if not is_bouncer_url(url):
+        where = sources["push_bouncer_url"].describe("push_bouncer_url")
+        raise ValueError(f"invalid push bouncer URL {url!r} ({where}): it must start with http:// or https://")
+    if not is_org_id(org_id):
+        where = sources["zulip_org_id"].describe("zulip_org_id")
+        raise ValueError(f"invalid zulip_org_id {org_id!r} ({where}): expected a UUID such as {uuid.uuid4()}")
+    if len(org_key) != ZULIP_ORG_KEY_LENGTH:
+        where = sources["zulip_org_key"].describe("zulip_org_key")
+        raise ValueError(f"invalid zulip_org_key ({where}): expected {ZULIP_ORG_KEY_LENGTH} characters")
+
+
+def is_bouncer_url(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def is_org_id(value: str) -> bool:
+    """Whether value is a UUID in canonical form (as Zulip's bouncer requires of zulip_org_id)."""
     try:
-        decoded = base64.b64decode(key, validate=True)
-    except binascii.Error:
-        decoded = b""
-    if len(decoded) != 32:
-        where = sources["push_service_public_key"].describe("push_service_public_key")
-        raise ValueError(f"invalid push service public key ({where}): expected the standard Base64 of 32 bytes")
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False

@@ -5,6 +5,8 @@ The archive holds:
   tornchat.sqlite3      a consistent copy of the database, made with SQLite's online backup API
   zuliprc               the owner's credentials, when the data directory has them
   tornchat.toml         the configuration file, when the data directory has one
+  push-bouncer.json     the server's push bouncer registration, when it has one (without it, a
+                        restored server would have to register as a new one)
   uploads/...           uploaded files, when the data directory has an uploads folder
 
 Not kept: event queues (event_queues.json) are transient; clients re-register after a restore.
@@ -27,10 +29,11 @@ from storage.db.upload_files import UPLOADS
 
 FORMAT = 1
 MANIFEST = "tornchat-backup.json"
-# The names tornchat.settings.Settings gives these inside a data directory.
+# The names tornchat.settings gives these inside a data directory.
 DATABASE = "tornchat.sqlite3"
 ZULIPRC = "zuliprc"
 CONFIG = "tornchat.toml"
+PUSH_BOUNCER = "push-bouncer.json"
 # gzip's own default: tarfile's 9 took three times as long (21 s, not 6.5 s) on a 191 MB database
 # for an archive 4% smaller.
 COMPRESS_LEVEL = 6
@@ -126,8 +129,9 @@ def create_backup(data_dir: str, archive_path: str, now: float) -> Summary:
 
 
 def _extra_files(data_dir: str) -> list[str]:
-    """zuliprc, tornchat.toml and every regular file under uploads/, as archive names (symbolic links are skipped)."""
-    found = [name for name in (ZULIPRC, CONFIG) if os.path.isfile(os.path.join(data_dir, name))]
+    """zuliprc, tornchat.toml, push-bouncer.json and every regular file under uploads/, as archive names
+    (symbolic links are skipped)."""
+    found = [name for name in (ZULIPRC, CONFIG, PUSH_BOUNCER) if os.path.isfile(os.path.join(data_dir, name))]
     uploads = os.path.join(data_dir, UPLOADS)
     for root, directories, files in os.walk(uploads):
         directories.sort()
@@ -214,9 +218,10 @@ def _unpack(archive_path: str, staging: str) -> Summary:
 
 
 def _expected_member(member: tarfile.TarInfo) -> bool:
-    """Only the manifest, the database, zuliprc, tornchat.toml and plain files or folders under uploads/."""
+    """Only the manifest, the database, zuliprc, tornchat.toml, push-bouncer.json and plain files or
+    folders under uploads/."""
     name = member.name
-    if name in (MANIFEST, DATABASE, ZULIPRC, CONFIG):
+    if name in (MANIFEST, DATABASE, ZULIPRC, CONFIG, PUSH_BOUNCER):
         return member.isfile()
     parts = name.split("/")
     in_uploads = parts[0] == UPLOADS and all(part not in ("", ".", "..") for part in parts)

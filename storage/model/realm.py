@@ -24,13 +24,15 @@ class Realm(msgspec.Struct, frozen=True):
     date_created: int
     default_email_address_visibility: int
     enable_spectator_access: bool
+    uuid: str  # the organization's identity at the push bouncer (migration 0020)
+    uuid_owner_secret: str
 
 
 def get_realm(tx: Tx) -> Realm:
     """Return the realm; raise LookupError if the database was never initialised."""
     row = tx.one(
         "SELECT name, url, email_host, date_created, default_email_address_visibility,"
-        " enable_spectator_access FROM realm"
+        " enable_spectator_access, uuid, uuid_owner_secret FROM realm"
     )
     if row is None:
         raise LookupError("the database holds no realm: run `tornchat init` first")
@@ -41,4 +43,6 @@ def get_realm(tx: Tx) -> Realm:
         row["date_created"],
         row["default_email_address_visibility"],
         bool(row["enable_spectator_access"]),
+        row["uuid"],
+        row["uuid_owner_secret"],
     )

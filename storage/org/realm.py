@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
+import uuid
+
 from storage.db.tx import Tx
 from storage.org import groups
 
@@ -30,8 +33,9 @@ def realm_exists(tx: Tx) -> bool:
 def create_realm(tx: Tx, name: str, url: str, email_host: str) -> None:
     """Create the realm and its eight system groups with the realm's group-setting defaults."""
     tx.execute(
-        "INSERT INTO realm (id, name, url, email_host, date_created) VALUES (1, ?, ?, ?, ?)",
-        (name, url, email_host, tx.timestamp),
+        "INSERT INTO realm (id, name, url, email_host, date_created, uuid, uuid_owner_secret)"
+        " VALUES (1, ?, ?, ?, ?, ?, ?)",
+        (name, url, email_host, tx.timestamp, str(uuid.uuid4()), "zuliprealm_" + secrets.token_hex(24)),
     )
     ids = groups.create_system_groups(tx)
     for setting, group_name in REALM_GROUP_DEFAULTS.items():

@@ -7,6 +7,7 @@ learns which ids exist. Events go to the owner's own clients only.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -104,3 +105,14 @@ def remove_device(tx: Tx, user: users.User, device_id: int) -> None:
 def publish_update(tx: Tx, device: Device, **changed: Any) -> None:
     """Send device/update with the changed fields to the device's owner."""
     tx.publish({"type": "device", "op": "update", "device_id": device.id, **changed}, [device.user_id])
+
+
+def forget_tokens(tx: Tx, token_ids: list[str]) -> None:
+    """The push bouncer no longer knows these tokens (FCM/APNs found them expired or invalid): the
+    devices holding one lose it and get no more notifications until they register a new token."""
+    rows = tx.all(
+        "SELECT * FROM devices WHERE push_token_id IN (SELECT value FROM json_each(?))", (json.dumps(token_ids),)
+    )
+    for device in map(device_from_row, rows):
+        tx.execute("UPDATE devices SET push_token_id = NULL, push_token_kind = NULL WHERE id = ?", (device.id,))
+        publish_update(tx, device, push_token_id=None)

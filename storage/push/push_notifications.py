@@ -15,19 +15,23 @@ Muting follows Zulip's hierarchy: a muted topic is always muted; a muted channel
 for topics the user unmuted or follows. A message from a user the receiver muted arrives read
 (storage/messages/muted_users.py), so it notifies nobody who muted its sender, as in Zulip.
 
-Payload (Zulip's E2EE payload, api/mobile-notifications): realm_url, realm_name, user_id,
-sender_id, sender_full_name, sender_avatar_url, time, type "message", message_id, content (the
-plain-text excerpt of storage/push/push_content.py, 200 characters and "…" at most), recipient_type
-"channel" with channel_id, channel_name and topic, or "direct" with pm_users (the sorted ids of
-a group conversation, as a comma-separated string; absent for one-to-one). A group mention
-without a personal one adds mentioned_user_group_id and mentioned_user_group_name (the smallest
-mentioned group the user is in). The removal payload: realm_url, realm_name, user_id,
-type "remove", message_ids (the newest 200 at most).
+Payload (Zulip's E2EE payload, api/mobile-notifications, as the Zulip app decodes it): realm_url,
+realm_name, user_id, sender_id, sender_full_name, sender_avatar_url, time, type "message",
+message_id, content (the plain-text excerpt of storage/push/push_content.py, 200 characters and "…"
+at most), recipient_type "channel" with channel_id, channel_name and topic, or "direct" with
+recipient_user_ids (every participant's id, sorted: the app reads a direct message's conversation
+from it) and, for a group conversation, pm_users (the same ids as a comma-separated string, as
+Zulip's documentation shows). A group mention without a personal one adds mentioned_user_group_id
+and mentioned_user_group_name (the smallest mentioned group the user is in). The removal payload:
+realm_url, realm_name, user_id, type "remove", message_ids (the newest 200 at most).
 
 Each payload is JSON, sealed with nacl.secret.SecretBox under the device's 32-byte key (its
 push_key without the 0x31 tag), and queued in push_outbox (one row per device) as the body of a
-`/notify` request: realm_url, user_id, device_id, token_kind, token_id, push_key_id,
-encrypted_data (standard Base64 of nonce and ciphertext). tornchat/push_sender.py sends it.
+request to the bouncer's `remotes/push/e2ee/notify`: {"realm_uuid", "push_requests": [one request]},
+the request being Zulip's FCMPushRequest (token_id, fcm_priority, payload {push_key_id,
+encrypted_data}) or APNsPushRequest (token_id, http_headers {apns_priority, apns_push_type},
+payload {push_key_id, encrypted_data, aps}); a removal goes at normal priority (APNs: a silent
+background push). tornchat/push_sender.py sends it.
 
 Withdrawal: a queued notification sets the user's hidden ACTIVE_MOBILE_PUSH_NOTIFICATION bit.
 When the message is read or deleted, a row still waiting in the outbox is deleted (never sent);
@@ -101,16 +105,31 @@ def push_devices(tx: Tx, user_ids: Iterable[int]) -> list[Device]:
     return [device_from_row(row) for row in tx.all(PUSH_DEVICES, (json.dumps(sorted(set(user_ids))),))]
 
 
+# What APNs shows before the app has decrypted a notification (Zulip's E2EE APNs request), and
+# the silent push of a removal.
+APNS_ALERT = {"mutable-content": 1, "alert": {"title": "New notification"}, "sound": "default"}
+APNS_BACKGROUND = {"content-available": 1}
+
+
 def encrypted_body(realm: Realm, device: Device, payload: dict[str, Any]) -> dict[str, Any]:
-    """Return the body of a /notify request carrying the payload sealed with the device's key."""
+    """Return the body of a notify request carrying the payload sealed with the device's key."""
     assert device.secret_key is not None
     box = nacl.secret.SecretBox(device.secret_key)
     sealed = box.encrypt(msgspec.json.encode(payload))
-    return {
-        "realm_url": realm.url, "user_id": device.user_id, "device_id": device.id,
-        "token_kind": device.push_token_kind, "token_id": device.push_token_id, "push_key_id": device.push_key_id,
-        "encrypted_data": base64.b64encode(bytes(sealed)).decode("ascii"),
-    }  # fmt: skip
+    data = {"push_key_id": device.push_key_id, "encrypted_data": base64.b64encode(bytes(sealed)).decode("ascii")}
+    urgent = payload["type"] == "message"
+    if device.push_token_kind == "apns":
+        request: dict[str, Any] = {
+            "token_id": device.push_token_id,
+            "http_headers": {
+                "apns_priority": 10 if urgent else 5,
+                "apns_push_type": "alert" if urgent else "background",
+            },
+            "payload": {**data, "aps": APNS_ALERT if urgent else APNS_BACKGROUND},
+        }
+    else:
+        request = {"token_id": device.push_token_id, "fcm_priority": "high" if urgent else "normal", "payload": data}
+    return {"realm_uuid": realm.uuid, "push_requests": [request]}
 
 
 def base_payload(realm: Realm, user_id: int) -> dict[str, Any]:
@@ -193,9 +212,10 @@ def message_payload(realm: Realm, message: NewMessage, user_id: int, group: tupl
             topic=message.topic,
         )  # fmt: skip
     else:
-        payload["recipient_type"] = "direct"
-        if len(message.participants) > 2:
-            payload["pm_users"] = ",".join(str(u) for u in sorted(message.participants))
+        participants = sorted(message.participants)
+        payload.update(recipient_type="direct", recipient_user_ids=participants)
+        if len(participants) > 2:
+            payload["pm_users"] = ",".join(str(u) for u in participants)
     return payload
 
 

@@ -1,4 +1,4 @@
-"""The outbox of requests to the push notification service.
+"""The outbox of requests to the push bouncer (Zulip's mobile push notification service).
 
 A request is committed here, in the transaction of the action that causes it, before anything
 tries to send it: a restart or an unreachable service loses nothing. The sender

@@ -2,10 +2,12 @@
 
 The client registers a device it created with POST /register_client_device: a push key (the
 tag byte 0x31 and a 32-byte secret-box key, with the client's id for it) with which the server
-encrypts notifications, and an FCM/APNs token sealed for the push service's public key, which
-only the service can open. The server forwards the sealed token through the outbox; the
-service's answer arrives later (`registration_outcome`) and reaches the user's clients as a
-device/update event. Key-only requests rotate the key; token-only requests rotate the token.
+encrypts notifications, and an FCM/APNs token sealed for the public key of Zulip's push bouncer,
+which only the bouncer can open. The server forwards the sealed token through the outbox, as the
+client sent it, to the bouncer's `remotes/push/e2ee/register` with the realm's uuid (the bouncer,
+not the server, checks bouncer_public_key, as in Zulip); the bouncer's answer arrives later
+(`registration_outcome`) and reaches the user's clients as a device/update event. Key-only
+requests rotate the key; token-only requests rotate the token.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import msgspec
 
 from storage.db.tx import Tx
 from storage.model.errors import ApiError
+from storage.model.realm import get_realm
 from storage.org import users
 from storage.push import devices, push_outbox
 from storage.push.devices import Device
@@ -54,13 +57,6 @@ class PushRegistration(msgspec.Struct, kw_only=True):
             raise ValueError("Invalid token_kind")
 
 
-class PushService(msgspec.Struct, frozen=True):
-    """What registration needs to know of the configured push service."""
-
-    public_key: str
-    realm_url: str
-
-
 def check_human(user: users.User) -> None:
     if user.is_bot:
         raise ApiError(BOT_REFUSED)
@@ -93,9 +89,8 @@ def token_id_of(token: str) -> str:
     return base64.b64encode(hashlib.sha256(token.encode()).digest()[:TOKEN_ID_LENGTH]).decode()
 
 
-def _check_sealed_registration(p: PushRegistration, service: PushService) -> None:
-    if p.bouncer_public_key != service.public_key:
-        raise ApiError("Invalid bouncer_public_key", "INVALID_BOUNCER_PUBLIC_KEY")
+def _check_sealed_registration(p: PushRegistration) -> None:
+    """Refuse at once what the bouncer could never open: no standard Base64, or nothing."""
     try:
         sealed = base64.b64decode(p.encrypted_push_registration or "", validate=True)
     except binascii.Error:
@@ -112,15 +107,15 @@ def _field_group(*values: object) -> bool:
     return given == len(values)
 
 
-def register_push_device(tx: Tx, user: users.User, p: PushRegistration, service: PushService | None) -> None:
+def register_push_device(tx: Tx, user: users.User, p: PushRegistration, configured: bool) -> None:
     """Register, re-register, or rotate the key or the token of the user's device.
 
-    Raises for bots, an unconfigured push service, someone else's or an unknown device, an
+    Raises for bots, an unconfigured push bouncer, someone else's or an unknown device, an
     incomplete set of fields, invalid values, a rotation without a registration, and a token
-    registration while another one for the device is still waiting for the service.
+    registration while another one for the device is still waiting for the bouncer.
     """
     check_human(user)
-    if service is None:
+    if not configured:
         raise ApiError(NOT_CONFIGURED, "PUSH_SERVICE_NOT_CONFIGURED")
     device = devices.access_device(tx, user, p.device_id)
     has_token = _field_group(p.token_kind, p.token_id, p.bouncer_public_key, p.encrypted_push_registration)
@@ -129,7 +124,7 @@ def register_push_device(tx: Tx, user: users.User, p: PushRegistration, service:
     push_key = check_push_key(p.push_key) if p.push_key is not None else None
     token_id = check_token_id(p.token_id) if p.token_id is not None else None
     if has_token:
-        _check_sealed_registration(p, service)
+        _check_sealed_registration(p)
     if push_key is not None and p.push_key_id is not None and token_id is None:
         _rotate_key(tx, device, push_key, p.push_key_id)
         return
@@ -144,7 +139,7 @@ def register_push_device(tx: Tx, user: users.User, p: PushRegistration, service:
         if push_key is not None and p.push_key_id is not None:
             _rotate_key(tx, device, push_key, p.push_key_id)
         return
-    _register_token(tx, device, p, push_key, token_id, service)
+    _register_token(tx, device, p, push_key, token_id)
 
 
 def _rotate_key(tx: Tx, device: Device, push_key: bytes, push_key_id: int) -> None:
@@ -156,10 +151,8 @@ def _rotate_key(tx: Tx, device: Device, push_key: bytes, push_key_id: int) -> No
     devices.publish_update(tx, device, push_key_id=push_key_id)
 
 
-def _register_token(
-    tx: Tx, device: Device, p: PushRegistration, push_key: bytes | None, token_id: str, service: PushService
-) -> None:
-    """Record the token as pending, tell the user's clients, and queue it for the service."""
+def _register_token(tx: Tx, device: Device, p: PushRegistration, push_key: bytes | None, token_id: str) -> None:
+    """Record the token as pending, tell the user's clients, and queue it for the bouncer."""
     changed: dict[str, object] = {}
     if push_key is not None:
         tx.execute(
@@ -173,11 +166,9 @@ def _register_token(
     )
     # Requests still waiting for an older token of this device are superseded by this one.
     tx.execute("DELETE FROM push_outbox WHERE device_id = ? AND kind = 'register'", (device.id,))
+    # The form of the bouncer's remotes/push/e2ee/register (zerver/lib/push_registration.py).
     body = {
-        "realm_url": service.realm_url,
-        "user_id": device.user_id,
-        "device_id": device.id,
-        "token_kind": p.token_kind,
+        "realm_uuid": get_realm(tx).uuid,
         "token_id": token_id,
         "bouncer_public_key": p.bouncer_public_key,
         "encrypted_push_registration": p.encrypted_push_registration,
@@ -192,7 +183,7 @@ def _register_token(
 
 
 def registration_outcome(tx: Tx, row: OutboxRow, error_code: str | None) -> None:
-    """Record the service's answer to a 'register' outbox row and tell the user's clients.
+    """Record the bouncer's answer to a 'register' outbox row and tell the user's clients.
 
     Accepted: the pending token becomes the device's token, and the user's legacy registrations
     of the same token are removed. Refused: the device keeps the error code until the next

@@ -7,7 +7,7 @@ import os
 
 import zulip
 
-from tests.support.push_helpers import PushClient, send_due
+from tests.support.push_helpers import PushClient, delivered, send_due
 from tests.support.send_helpers import make_team, send_direct_ok
 from tornchat.bootstrap import write_zuliprc
 
@@ -18,7 +18,7 @@ def client_for(live, client, tmp_path, name):
     return zulip.Client(config_file=path)
 
 
-def test_device_and_push_registration_without_a_push_service(zulip_client):
+def test_device_and_push_registration_without_a_push_bouncer(zulip_client):
     device_id = zulip_client.call_endpoint("register_client_device", method="POST")["device_id"]
     body = zulip_client.call_endpoint("mobile_push/register", method="POST", request={"device_id": device_id})
     assert (body["result"], body["code"]) == ("error", "PUSH_SERVICE_NOT_CONFIGURED")
@@ -28,13 +28,13 @@ def test_device_and_push_registration_without_a_push_service(zulip_client):
     assert (again["result"], again["msg"]) == ("error", "Invalid `device_id`")
 
 
-def test_a_mobile_client_registers_and_gets_an_encrypted_notification(push_live, push_service, tmp_path):
+def test_a_mobile_client_registers_and_gets_an_encrypted_notification(push_live, bouncer, tmp_path):
     alice, bob, _, _ = make_team(push_live)
     phone = client_for(push_live, bob, tmp_path, "bob")
     state = phone.register(event_types=["device"])
     assert state["devices"] == {}
     device_id = phone.call_endpoint("register_client_device", method="POST")["device_id"]
-    keys = PushClient(push_service.public_key)
+    keys = PushClient(bouncer.public_key)
     request = keys.params(device_id, int(push_live.clock()))
     assert phone.call_endpoint("mobile_push/register", method="POST", request=request)["result"] == "success"
     send_due(push_live)
@@ -43,6 +43,5 @@ def test_a_mobile_client_registers_and_gets_an_encrypted_notification(push_live,
     assert events[-1]["push_token_id"] == keys.token_id
     message_id = send_direct_ok(alice, [bob.id], "lunch?")
     send_due(push_live)
-    [notification] = push_service.notifications
-    payload = keys.decrypt(notification)
+    [payload] = delivered(bouncer, keys)
     assert (payload["message_id"], payload["sender_full_name"], payload["content"]) == (message_id, "Alice", "lunch?")

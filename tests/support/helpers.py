@@ -87,7 +87,7 @@ class LiveServer:
     """A bootstrapped tornchat on a free port, its IOLoop running in a background thread."""
 
     def __init__(self, data_dir: str, **settings: Any) -> None:
-        """settings: extra Settings fields, e.g. push_service_url and push_service_public_key."""
+        """settings: extra Settings fields, e.g. push_bouncer_url, zulip_org_id and zulip_org_key."""
         self.clock = FakeClock()
         self.settings = Settings(
             data_dir=data_dir, site="http://127.0.0.1:9991", email_host="zulip.testserver", **settings
@@ -111,7 +111,7 @@ class LiveServer:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.http = make_http_server(self.server)
         self.http.add_sockets(sockets)
-        self.server.start_push_sender()  # only with a push service configured
+        self.server.start_push_sender()  # only with a push bouncer configured
         self._stop = asyncio.Event()
         self._ready.set()
         await self._stop.wait()

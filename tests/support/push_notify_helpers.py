@@ -61,17 +61,26 @@ def outbox(live, device: Phone | None = None) -> list[dict[str, Any]]:
 
 
 def payloads(live, phone: Phone) -> list[dict[str, Any]]:
-    """The decrypted payloads waiting for a device, checking each row's envelope on the way."""
+    """The decrypted payloads waiting for a device, checking each row's bouncer request on the way."""
+    realm_uuid = live.read(lambda tx: tx.value("SELECT uuid FROM realm"))
     result = []
     for row in outbox(live, phone):
         body = row["body"]
-        assert set(body) == {
-            "realm_url", "user_id", "device_id", "token_kind", "token_id", "push_key_id", "encrypted_data",
-        }  # fmt: skip
-        assert (body["device_id"], body["user_id"], row["user_id"]) == (phone.id, phone.user_id, phone.user_id)
-        assert (body["token_kind"], body["token_id"], body["push_key_id"]) == ("fcm", phone.token_id, phone.key_id)
-        result.append(open_data(body["encrypted_data"], phone.key))
+        [request] = body["push_requests"]
+        assert (body["realm_uuid"], row["device_id"], row["user_id"]) == (realm_uuid, phone.id, phone.user_id)
+        assert set(request) == {"token_id", "fcm_priority", "payload"} and request["token_id"] == phone.token_id
+        assert set(request["payload"]) == {"push_key_id", "encrypted_data"}
+        assert request["payload"]["push_key_id"] == phone.key_id
+        payload = open_data(request["payload"]["encrypted_data"], phone.key)
+        assert request["fcm_priority"] == ("high" if payload["type"] == "message" else "normal")
+        result.append(payload)
     return result
+
+
+def sealed(row: dict[str, Any]) -> str:
+    """The encrypted_data of an outbox row's one bouncer request."""
+    [request] = row["body"]["push_requests"]
+    return request["payload"]["encrypted_data"]
 
 
 def notified_message_ids(live, phone: Phone) -> list[int]:
@@ -79,7 +88,7 @@ def notified_message_ids(live, phone: Phone) -> list[int]:
 
 
 def mark_sent(live) -> None:
-    """Empty the outbox, as the sender does once the service accepts every row."""
+    """Empty the outbox, as the sender does once the bouncer accepts every row."""
     live.write(lambda tx: tx.execute("DELETE FROM push_outbox"))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import re
@@ -16,7 +15,8 @@ from tests.support.paths import REPO
 from tornchat import cli
 from tornchat.settings import CONFIG_FILE, FILE_KEYS, Settings, load_settings
 
-KEY = base64.b64encode(b"k" * 32).decode()
+ORG_ID = "4a3c5c1e-4a2b-4f4e-9d1b-2f1f7b2c9a10"
+ORG_KEY = "k" * 64
 README = os.path.join(REPO, "README.md")
 
 
@@ -87,8 +87,8 @@ realm_name = "Everything Org"
 email_host = "mail.example"
 site = "https://chat.example.com/"
 web_public_channels = false
-push_service_url = "https://push.example"
-push_service_public_key = "{KEY}"
+push_bouncer_url = "https://push.example"
+zulip_org_id = "{ORG_ID}"
 max_body_size = 4096
 header_timeout = 7.5
 body_timeout = 30
@@ -103,7 +103,7 @@ owner_email = "boss@example.com"
 """
     write_config(tmp_path, text)
     assert sorted(re.findall(r"^(\w+) =", text, re.M)) == sorted(FILE_KEYS), "every setting but data_dir"
-    assert load(tmp_path) == Settings(
+    assert load(tmp_path, environ={"TORNCHAT_ZULIP_ORG_KEY": ORG_KEY}) == Settings(
         data_dir=str(tmp_path),
         host="0.0.0.0",
         port=8443,
@@ -111,8 +111,9 @@ owner_email = "boss@example.com"
         email_host="mail.example",
         site="https://chat.example.com/",
         web_public_channels=False,
-        push_service_url="https://push.example",
-        push_service_public_key=KEY,
+        push_bouncer_url="https://push.example",
+        zulip_org_id=ORG_ID,
+        zulip_org_key=ORG_KEY,  # from the variable: never in the file
         max_body_size=4096,
         header_timeout=7.5,
         body_timeout=30.0,
@@ -140,8 +141,8 @@ def test_the_data_directory_of_the_variable_holds_the_file(tmp_path):
 
 
 def test_pairs_may_come_from_different_places(tmp_path):
-    write_config(tmp_path, 'push_service_url = "http://push.example"\ntls_key = "key.pem"')
-    settings = load(tmp_path, {"tls_cert": "/certs/cert.pem"}, {"TORNCHAT_PUSH_SERVICE_PUBLIC_KEY": KEY})
+    write_config(tmp_path, f'push_bouncer_url = "http://push.example"\nzulip_org_id = "{ORG_ID}"\ntls_key = "key.pem"')
+    settings = load(tmp_path, {"tls_cert": "/certs/cert.pem"}, {"TORNCHAT_ZULIP_ORG_KEY": ORG_KEY})
     assert settings.push_configured
     assert (settings.tls_cert, settings.tls_key) == ("/certs/cert.pem", os.path.join(str(tmp_path), "key.pem"))
 
@@ -188,16 +189,19 @@ BAD_FILES = [
         "invalid trusted proxy 'proxy.example.com' (trusted_proxy in {path}): expected an IP address or network",
     ),
     (
-        'push_service_url = "http://push.example"',
-        "push_service_url and push_service_public_key must be given together ({path})",
+        'push_bouncer_url = "http://push.example"',
+        "push_bouncer_url in {path} needs zulip_org_id and zulip_org_key too: run `tornchat register-push-bouncer`,"
+        " which stores all three in the data directory",
     ),
     (
-        f'push_service_url = "push.example"\npush_service_public_key = "{KEY}"',
-        "invalid push service URL 'push.example' (push_service_url in {path}): it must start with http:// or https://",
+        'zulip_org_key = "secret"',
+        "zulip_org_key cannot be set in {path}: a secret does not belong in a configuration file:"
+        " `tornchat register-push-bouncer` keeps it in DATA_DIR/push-bouncer.json, or use TORNCHAT_ZULIP_ORG_KEY",
     ),
     (
-        'push_service_url = "http://push.example"\npush_service_public_key = "c2hvcnQ="',
-        "invalid push service public key (push_service_public_key in {path}): expected the standard Base64 of 32 bytes",
+        f'push_bouncer_url = "push.example"\nzulip_org_id = "{ORG_ID}"',
+        "invalid push bouncer URL 'push.example' (push_bouncer_url in {path}): it must start with http:// or https://",
+        {"TORNCHAT_ZULIP_ORG_KEY": ORG_KEY},
     ),
     ('tls_key = "key.pem"', "tls_cert and tls_key must be given together ({path})"),
     ('tls_cert = ""\ntls_key = "key.pem"', "invalid setting tls_cert in {path}: '' must not be empty"),
@@ -210,11 +214,12 @@ BAD_FILES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "message"), BAD_FILES)
-def test_a_bad_file_is_refused_with_one_line_naming_the_key_and_the_file(tmp_path, text, message):
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_a_bad_file_is_refused_with_one_line_naming_the_key_and_the_file(tmp_path, case):
+    text, message, *environ = case  # some cases also set variables
     path = write_config(tmp_path, text)
     with pytest.raises(ValueError) as error:
-        load(tmp_path)
+        load(tmp_path, environ=environ[0] if environ else None)
     assert str(error.value) == message.format(path=path)
 
 

@@ -10,7 +10,7 @@ import msgspec
 import tornado.web
 
 from storage.push import devices, push_registration
-from storage.push.push_registration import PushRegistration, PushService
+from storage.push.push_registration import PushRegistration
 from tornchat.base import BaseHandler
 from tornchat.params import Params
 
@@ -55,11 +55,8 @@ class RegisterPushHandler(BaseHandler):
     def post(self) -> None:
         push_registration.check_human(self.user)  # bots are refused before their parameters
         p = self.parse()
-        settings = self.server.settings
-        service = None
-        if settings.push_service_public_key is not None:
-            service = PushService(settings.push_service_public_key, self.server.realm.url)
-        self.server.db.write(push_registration.register_push_device, self.user, p, service)
+        configured = self.server.settings.push_configured
+        self.server.db.write(push_registration.register_push_device, self.user, p, configured)
         self.respond()
 
 

@@ -132,7 +132,7 @@ class RegisterHandler(BaseHandler):
             "empty_topic_name": options["empty_topic_name"],
             "linkifier_url_template": options["linkifier_url_template"],
             "user_settings_object": options["user_settings_object"],
-            "push_enabled": self.server.settings.push_service_url is not None,
+            "push_enabled": self.server.settings.push_configured,
             "slim_presence": p.slim_presence,
             "presence_last_update_id": p.presence_last_update_id,
             "presence_history_limit_days": p.presence_history_limit_days,

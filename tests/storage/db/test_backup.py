@@ -119,6 +119,19 @@ def test_backup_includes_the_configuration_file(live, tmp_path):
         assert file.read() == 'realm_name = "Team"\n'
 
 
+def test_backup_includes_the_push_bouncer_registration_readable_by_its_owner_only(live, tmp_path):
+    path = os.path.join(live.settings.data_dir, "push-bouncer.json")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as file:
+        file.write('{"zulip_org_id": "id"}')
+    archive = str(tmp_path / "backup.tar.gz")
+    assert backup.create_backup(live.settings.data_dir, archive, live.clock()).files == ["zuliprc", "push-bouncer.json"]
+    restored = str(tmp_path / "restored")
+    backup.restore_backup(archive, restored)
+    with open(os.path.join(restored, "push-bouncer.json")) as file:
+        assert file.read() == '{"zulip_org_id": "id"}'
+    assert os.stat(os.path.join(restored, "push-bouncer.json")).st_mode & 0o777 == 0o600
+
+
 def test_restored_database_needs_no_wal_file(live, tmp_path):
     archive = str(tmp_path / "backup.tar.gz")
     backup.create_backup(live.settings.data_dir, archive, live.clock())

@@ -1,9 +1,9 @@
 """Client devices: POST /register_client_device, POST /remove_client_device, the `devices` state,
-`device` events, and the push service settings."""
+`device` events, and the push bouncer settings."""
 
 from __future__ import annotations
 
-import base64
+import json
 import logging
 
 import pytest
@@ -21,7 +21,6 @@ EMPTY_STATE = {
     "push_token_last_updated_timestamp": None,
     "push_registration_error_code": None,
 }
-KEY = base64.b64encode(bytes(32)).decode()
 
 
 def device_events(live, since=0):
@@ -125,43 +124,67 @@ def test_server_settings_reports_push_notifications_disabled_by_default(live):
     assert assert_success(live.anonymous().get("/server_settings"))["push_notifications_enabled"] is False
 
 
-def test_push_settings_come_from_flags_or_environment():
+ORG_ID = "4a3c5c1e-4a2b-4f4e-9d1b-2f1f7b2c9a10"
+ORG_KEY = "k" * 64
+
+
+def test_push_settings_come_from_flags_or_environment(tmp_path):
     settings = load_settings(
-        {"push_service_url": "http://push.example:8080"}, {"TORNCHAT_PUSH_SERVICE_PUBLIC_KEY": KEY}
+        {"data_dir": str(tmp_path), "push_bouncer_url": "http://push.example:8080"},
+        {"TORNCHAT_ZULIP_ORG_ID": ORG_ID, "TORNCHAT_ZULIP_ORG_KEY": ORG_KEY},
     )
-    assert (settings.push_service_url, settings.push_service_public_key, settings.push_configured) == (
+    assert (settings.push_bouncer_url, settings.zulip_org_id, settings.zulip_org_key, settings.push_configured) == (
         "http://push.example:8080",
-        KEY,
+        ORG_ID,
+        ORG_KEY,
         True,
     )
-    assert load_settings({}, {}).push_configured is False
+    assert load_settings({"data_dir": str(tmp_path)}, {}).push_configured is False
+
+
+def test_push_settings_come_from_the_file_register_push_bouncer_writes(tmp_path):
+    stored = {"push_bouncer_url": "https://push.example", "zulip_org_id": ORG_ID, "zulip_org_key": ORG_KEY}
+    (tmp_path / "push-bouncer.json").write_text(json.dumps(stored))
+    settings = load_settings({"data_dir": str(tmp_path)}, {})
+    assert (settings.push_bouncer_url, settings.zulip_org_id, settings.zulip_org_key) == tuple(stored.values())
+    # A flag or a variable overrides the file.
+    flagged = load_settings({"data_dir": str(tmp_path), "push_bouncer_url": "http://other.example"}, {})
+    assert (flagged.push_bouncer_url, flagged.zulip_org_key) == ("http://other.example", ORG_KEY)
+    (tmp_path / "push-bouncer.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_settings({"data_dir": str(tmp_path)}, {})
+    (tmp_path / "push-bouncer.json").write_text(json.dumps({"zulip_org_id": ORG_ID}))
+    with pytest.raises(ValueError, match="expected an object of strings"):
+        load_settings({"data_dir": str(tmp_path)}, {})
 
 
 @pytest.mark.parametrize(
-    "flags, error",
+    "flags, environ, error",
     [
-        ({"push_service_url": "http://push.example"}, "must be given together"),
-        ({"push_service_public_key": KEY}, "must be given together"),
-        ({"push_service_url": "push.example", "push_service_public_key": KEY}, "must start with http"),
-        ({"push_service_url": "http://push.example", "push_service_public_key": "not base64!"}, "32 bytes"),
-        (
-            {
-                "push_service_url": "http://push.example",
-                "push_service_public_key": base64.b64encode(b"x" * 31).decode(),
-            },
-            "32 bytes",
-        ),
+        ({"push_bouncer_url": "http://push.example"}, {}, "needs zulip_org_id and zulip_org_key too"),
+        ({}, {"TORNCHAT_ZULIP_ORG_ID": ORG_ID}, "needs push_bouncer_url and zulip_org_key too"),
+        ({"push_bouncer_url": "push.example"}, {"TORNCHAT_ZULIP_ORG_ID": ORG_ID, "TORNCHAT_ZULIP_ORG_KEY": ORG_KEY},
+         "must start with http"),
+        ({"push_bouncer_url": "http://push.example"}, {"TORNCHAT_ZULIP_ORG_ID": "server-1",
+         "TORNCHAT_ZULIP_ORG_KEY": ORG_KEY}, "expected a UUID"),
+        ({"push_bouncer_url": "http://push.example"}, {"TORNCHAT_ZULIP_ORG_ID": ORG_ID,
+         "TORNCHAT_ZULIP_ORG_KEY": "short"}, "expected 64 characters"),
     ],
-)
-def test_incomplete_or_invalid_push_settings_are_refused(flags, error):
+)  # fmt: skip
+def test_incomplete_or_invalid_push_settings_are_refused(tmp_path, flags, environ, error):
     with pytest.raises(ValueError, match=error):
-        load_settings(flags, {})
+        load_settings({"data_dir": str(tmp_path), **flags}, environ)
 
 
 def test_serve_refuses_to_start_with_half_the_push_settings(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(logging, "basicConfig", lambda **kwargs: None)  # keep the test run's logging as it is
-    code = cli.main(["serve", "--data-dir", str(tmp_path / "data"), "--push-service-url", "http://push.example"])
+    monkeypatch.delenv("TORNCHAT_ZULIP_ORG_ID", raising=False)
+    monkeypatch.delenv("TORNCHAT_ZULIP_ORG_KEY", raising=False)
+    code = cli.main(["serve", "--data-dir", str(tmp_path / "data"), "--push-bouncer-url", "http://push.example"])
     assert code == 1
     err = capsys.readouterr().err
-    assert err == "tornchat: --push-service-url and --push-service-public-key must be given together\n"
+    assert err == (
+        "tornchat: --push-bouncer-url needs zulip_org_id and zulip_org_key too: run `tornchat register-push-bouncer`,"
+        " which stores all three in the data directory\n"
+    )
     assert not (tmp_path / "data").exists(), "refused before creating anything"

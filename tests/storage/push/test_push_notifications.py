@@ -1,8 +1,8 @@
 """Push notifications: who is notified, the encrypted payload, and withdrawal on read and deletion.
 
-These tests read the queued notifications back from push_outbox (no push service is configured,
+These tests read the queued notifications back from push_outbox (no push bouncer is configured,
 so nothing sends them) and open each with its device's key. test_push_delivery.py sends them
-through the stand-in push service.
+through the stand-in push bouncer.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tests.support.push_notify_helpers import (
     outbox,
     payloads,
     rotate_key,
+    sealed,
 )
 from tests.support.scheduled_helpers import IN_AN_HOUR, deliver, schedule_direct_ok
 from tests.support.send_helpers import make_team, send_direct_ok, send_ok, stored_bits
@@ -39,11 +40,12 @@ def test_direct_message_payload_is_encrypted_with_the_device_key(live):
         **REALM, "user_id": bob.id, "type": "message", "message_id": message_id, "time": int(live.clock.now),
         "content": "Lunch at noon?", "sender_id": alice.id, "sender_full_name": "Alice",
         "sender_avatar_url": avatar_url(live.user(alice.id)), "recipient_type": "direct",
+        "recipient_user_ids": sorted([alice.id, bob.id]),
     }  # fmt: skip
     [row] = outbox(live)
     assert (row["message_id"], row["attempts"], row["next_attempt_at"]) == (message_id, 0, live.clock.now)
     with pytest.raises(nacl.exceptions.CryptoError):
-        open_data(row["body"]["encrypted_data"], bytes(32))
+        open_data(sealed(row), bytes(32))
 
 
 def test_group_direct_message_lists_the_conversation(live):
@@ -52,6 +54,7 @@ def test_group_direct_message_lists_the_conversation(live):
     send_direct_ok(alice, [bob.id, carol.id])
     [payload] = payloads(live, phone)
     assert payload["recipient_type"] == "direct"
+    assert payload["recipient_user_ids"] == sorted([alice.id, bob.id, carol.id])
     assert payload["pm_users"] == ",".join(str(u) for u in sorted([alice.id, bob.id, carol.id]))
 
 
@@ -61,7 +64,7 @@ def test_one_row_per_device_each_under_its_own_key(live):
     message_id = send_direct_ok(alice, [bob.id])
     assert notified_message_ids(live, first) == notified_message_ids(live, second) == [message_id]
     with pytest.raises(nacl.exceptions.CryptoError):
-        open_data(outbox(live, first)[0]["body"]["encrypted_data"], second.key)
+        open_data(sealed(outbox(live, first)[0]), second.key)
 
 
 def test_the_bit_is_set_but_never_shown(live):
@@ -80,7 +83,7 @@ def test_channel_mention_payload(live):
     [payload] = payloads(live, phone)
     assert payload["recipient_type"] == "channel"
     assert (payload["channel_id"], payload["channel_name"], payload["topic"]) == (channel, "general", "plans")
-    assert payload["message_id"] == message_id and "pm_users" not in payload
+    assert payload["message_id"] == message_id and "pm_users" not in payload and "recipient_user_ids" not in payload
     assert payload["content"] == ("hi @Bob " + "x" * 300)[:200] + "…"
     assert "mentioned_user_group_id" not in payload
 
@@ -260,7 +263,7 @@ def test_key_rotation_applies_to_the_next_notification(live):
     second = send_direct_ok(alice, [bob.id])
     assert notified_message_ids(live, rotated) == [second]  # opened with the new key, push_key_id 2
     with pytest.raises(nacl.exceptions.CryptoError):
-        open_data(outbox(live)[0]["body"]["encrypted_data"], phone.key)
+        open_data(sealed(outbox(live)[0]), phone.key)
 
 
 def test_a_scheduled_message_notifies_when_it_is_delivered(live):

@@ -1,5 +1,5 @@
-"""POST /mobile_push/register: registration through the push service, key and token rotation,
-every validation error, the service's refusals, and the removal of legacy registrations."""
+"""POST /mobile_push/register: registration through the push bouncer, key and token rotation,
+every validation error, the bouncer's refusals, and the removal of legacy registrations."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import base64
 import nacl.public
 import pytest
 
+from storage.model.realm import get_realm
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_error, assert_success, make_bot
 from tests.support.push_helpers import PushClient, device_row, new_device, outbox, register_device, send_due
@@ -26,7 +27,7 @@ def post_register(live, client, params):
     return client.post("/mobile_push/register", params)
 
 
-def test_push_service_not_configured_by_default(live):
+def test_push_bouncer_not_configured_by_default(live):
     device_id = new_device(live.owner)
     some_key = base64.b64encode(bytes(nacl.public.PrivateKey.generate().public_key)).decode()
     params = PushClient(some_key).params(device_id, int(live.clock()))
@@ -40,13 +41,14 @@ def test_server_settings_reports_push_notifications_enabled(push_live):
     assert assert_success(push_live.anonymous().get("/server_settings"))["push_notifications_enabled"] is True
 
 
-def test_registration_is_forwarded_and_confirmed_by_events(push_live, push_service):
+def test_registration_is_forwarded_and_confirmed_by_events(push_live, bouncer):
     live = push_live
     device_id = new_device(live.owner)
-    client = PushClient(push_service.public_key, "apns")
+    client = PushClient(bouncer.public_key, "apns")
     count = len(live.events())
     now = int(live.clock())
-    assert_success(post_register(live, live.owner, client.params(device_id, now)))
+    sent = client.params(device_id, now)
+    assert_success(post_register(live, live.owner, sent))
     pending = {
         "type": "device",
         "op": "update",
@@ -65,15 +67,21 @@ def test_registration_is_forwarded_and_confirmed_by_events(push_live, push_servi
         "pending_push_token_id": None,
     }
     assert [(e, ids) for e, ids in live.events()[count:]] == [(pending, [live.owner.id]), (confirmed, [live.owner.id])]
-    [registration] = push_service.registrations
+    realm_uuid = live.read(get_realm).uuid
+    [forwarded] = [body for endpoint, body in bouncer.requests if endpoint == "push/e2ee/register"]
+    assert forwarded == {
+        "realm_uuid": realm_uuid,
+        "token_id": client.token_id,
+        "bouncer_public_key": bouncer.public_key,
+        "encrypted_push_registration": sent["encrypted_push_registration"],  # forwarded as the app sent it
+    }
+    [registration] = bouncer.registrations
     assert registration == {
         "token": client.token,
         "token_kind": "apns",
         "timestamp": now,
         "ios_app_id": "org.zulip.Zulip",
-        "realm_url": "http://127.0.0.1:9991",
-        "user_id": live.owner.id,
-        "device_id": device_id,
+        "realm_uuid": realm_uuid,
         "token_id": client.token_id,
     }
     row = device_row(live, device_id)
@@ -93,15 +101,15 @@ def test_registration_is_forwarded_and_confirmed_by_events(push_live, push_servi
     }
 
 
-def test_unknown_parameters_are_reported(push_live, push_service):
+def test_unknown_parameters_are_reported(push_live, bouncer):
     live = push_live
     device_id = new_device(live.owner)
-    params = {**PushClient(push_service.public_key).params(device_id, int(live.clock())), "os": "android"}
+    params = {**PushClient(bouncer.public_key).params(device_id, int(live.clock())), "os": "android"}
     body = assert_success(post_register(live, live.owner, params))
     assert body["ignored_parameters_unsupported"] == ["os"]
 
 
-def test_registering_the_same_token_again_changes_nothing(push_live, push_service):
+def test_registering_the_same_token_again_changes_nothing(push_live, bouncer):
     live = push_live
     device_id, client = register_device(live, live.owner)
     count = len(live.events())
@@ -109,24 +117,24 @@ def test_registering_the_same_token_again_changes_nothing(push_live, push_servic
     assert outbox(live) == [] and device_events(live, count) == []
 
 
-def test_a_second_registration_waits_for_the_first(push_live, push_service):
+def test_a_second_registration_waits_for_the_first(push_live, bouncer):
     live = push_live
-    push_service.set_mode("unavailable")
+    bouncer.set_mode("unavailable")
     device_id, client = register_device(live, live.owner)
     resp = post_register(live, live.owner, client.params(device_id, int(live.clock())))
     assert_error(resp, "A registration for the device already in progress.")
     assert len(outbox(live)) == 1
 
 
-def test_push_key_rotation(push_live, push_service):
+def test_push_key_rotation(push_live, bouncer):
     live = push_live
     device_id = new_device(live.owner)
-    client = PushClient(push_service.public_key)
+    client = PushClient(bouncer.public_key)
     resp = post_register(live, live.owner, {"device_id": device_id, **client.key_params()})
     assert_error(resp, "No push registration exists to rotate key for.")
     assert_success(post_register(live, live.owner, client.params(device_id, int(live.clock()))))
     send_due(live)
-    rotated = PushClient(push_service.public_key, token=client.token)
+    rotated = PushClient(bouncer.public_key, token=client.token)
     count = len(live.events())
     assert_success(post_register(live, live.owner, {"device_id": device_id, **rotated.key_params()}))
     assert device_events(live, count) == [
@@ -134,12 +142,12 @@ def test_push_key_rotation(push_live, push_service):
     ]
     row = device_row(live, device_id)
     assert (bytes(row["push_key"]), row["push_key_id"]) == (base64.b64decode(rotated.push_key), rotated.push_key_id)
-    assert outbox(live) == [], "the service is not involved"
+    assert outbox(live) == [], "the bouncer is not involved"
     count = len(live.events())
     assert_success(post_register(live, live.owner, {"device_id": device_id, **rotated.key_params()}))
     assert device_events(live, count) == [], "the same key again: nothing changes"
-    # A full registration of the token the service already holds rotates just the key.
-    again = PushClient(push_service.public_key, token=client.token)
+    # A full registration of the token the bouncer already holds rotates just the key.
+    again = PushClient(bouncer.public_key, token=client.token)
     assert_success(post_register(live, live.owner, again.params(device_id, int(live.clock()))))
     assert device_events(live, count) == [
         {"type": "device", "op": "update", "device_id": device_id, "push_key_id": again.push_key_id}
@@ -147,16 +155,16 @@ def test_push_key_rotation(push_live, push_service):
     assert outbox(live) == []
 
 
-def test_token_rotation(push_live, push_service):
+def test_token_rotation(push_live, bouncer):
     live = push_live
     device_id = new_device(live.owner)
-    client = PushClient(push_service.public_key)
+    client = PushClient(bouncer.public_key)
     now = int(live.clock())
     resp = post_register(live, live.owner, {"device_id": device_id, **client.token_params(now)})
     assert_error(resp, "No push registration exists to rotate token for.")
     assert_success(post_register(live, live.owner, client.params(device_id, now)))
     send_due(live)
-    new_token = PushClient(push_service.public_key)
+    new_token = PushClient(bouncer.public_key)
     live.clock.advance(60)
     count = len(live.events())
     assert_success(post_register(live, live.owner, {"device_id": device_id, **new_token.token_params(now + 60)}))
@@ -180,7 +188,7 @@ def test_token_rotation(push_live, push_service):
     ]
     row = device_row(live, device_id)
     assert (row["push_token_id"], row["push_key_id"]) == (new_token.token_id, client.push_key_id), "key kept"
-    assert push_service.registered_token_ids() == [client.token_id, new_token.token_id]
+    assert bouncer.registered_token_ids() == [client.token_id, new_token.token_id]
 
 
 def test_bots_are_refused_before_their_parameters(push_live):
@@ -188,25 +196,25 @@ def test_bots_are_refused_before_their_parameters(push_live):
     assert_error(bot.post("/mobile_push/register"), "This endpoint does not accept bot requests.")
 
 
-def test_bots_are_refused_without_a_push_service_too(live):
+def test_bots_are_refused_without_a_push_bouncer_too(live):
     bot = live.client_for(live.user(make_bot(live, live.owner.id)))
     assert_error(bot.post("/mobile_push/register", {"device_id": "1"}), "This endpoint does not accept bot requests.")
 
 
-def test_unknown_and_other_users_devices_are_refused_alike(push_live, push_service):
+def test_unknown_and_other_users_devices_are_refused_alike(push_live, bouncer):
     live = push_live
     alice = live.make_user()
     hers = new_device(alice)
-    client = PushClient(push_service.public_key)
+    client = PushClient(bouncer.public_key)
     for device_id in (hers, hers + 100):
         resp = post_register(live, live.owner, client.params(device_id, int(live.clock())))
         assert_error(resp, "Invalid `device_id`")
     assert device_row(live, hers)["push_key"] is None and outbox(live) == []
 
 
-def valid_params(live, push_service):
+def valid_params(live, bouncer):
     device_id = new_device(live.owner)
-    return PushClient(push_service.public_key).params(device_id, int(live.clock()))
+    return PushClient(bouncer.public_key).params(device_id, int(live.clock()))
 
 
 @pytest.mark.parametrize(
@@ -239,14 +247,13 @@ def valid_params(live, push_service):
         ({"token_kind": "gcm"}, "Invalid token_kind", "BAD_REQUEST"),
         ({"token_id": "@abcdefg"}, "`token_id` is not Base64 encoded", "BAD_REQUEST"),
         ({"token_id": base64.b64encode(bytes(4)).decode()}, "Invalid `token_id`", "BAD_REQUEST"),
-        ({"bouncer_public_key": base64.b64encode(bytes(32)).decode()}, "Invalid bouncer_public_key", None),
         ({"encrypted_push_registration": "not base64!"}, "Invalid encrypted_push_registration", "BAD_REQUEST"),
         ({"encrypted_push_registration": ""}, "Invalid encrypted_push_registration", "BAD_REQUEST"),
     ],
 )
-def test_validation_errors(push_live, push_service, change, msg, code):
+def test_validation_errors(push_live, bouncer, change, msg, code):
     live = push_live
-    params = valid_params(live, push_service)
+    params = valid_params(live, bouncer)
     for name, value in change.items():
         if value is None:
             del params[name]
@@ -254,7 +261,7 @@ def test_validation_errors(push_live, push_service, change, msg, code):
             params[name] = value if isinstance(value, str) else str(value)
     count = len(live.events())
     resp = post_register(live, live.owner, params)
-    assert_error(resp, msg, code or "INVALID_BOUNCER_PUBLIC_KEY")
+    assert_error(resp, msg, code)
     assert outbox(live) == [] and device_events(live, count) == []
 
 
@@ -263,18 +270,22 @@ def test_validation_errors(push_live, push_service, change, msg, code):
     [
         ({"token": "someone else's token"}, 0, "INVALID_ENCRYPTED_PUSH_REGISTRATION"),
         ({"token_kind": "apns"}, 0, "INVALID_ENCRYPTED_PUSH_REGISTRATION"),
+        ({"ios_app_id": "org.zulip.Zulip"}, 0, "INVALID_ENCRYPTED_PUSH_REGISTRATION"),
         ({}, -2 * 24 * 3600, "REQUEST_EXPIRED"),
+        ("another bouncer's key", 0, "INVALID_BOUNCER_PUBLIC_KEY"),
     ],
 )
-def test_the_services_refusal_reaches_the_device(push_live, push_service, override, timestamp_offset, error_code):
+def test_the_bouncers_refusal_reaches_the_device(push_live, bouncer, override, timestamp_offset, error_code):
     live = push_live
     device_id = new_device(live.owner)
-    client = PushClient(push_service.public_key)
-    params = {
-        "device_id": device_id,
-        **client.key_params(),
-        **client.token_params(int(live.clock()) + timestamp_offset, **override),
-    }
+    client = PushClient(bouncer.public_key)
+    params = {"device_id": device_id, **client.key_params()}
+    if isinstance(override, str):
+        other = PushClient(base64.b64encode(bytes(nacl.public.PrivateKey.generate().public_key)).decode())
+        other.token = client.token
+        params.update(other.token_params(int(live.clock())))
+    else:
+        params.update(client.token_params(int(live.clock()) + timestamp_offset, **override))
     assert_success(post_register(live, live.owner, params))
     count = len(live.events())
     send_due(live)
@@ -287,7 +298,7 @@ def test_the_services_refusal_reaches_the_device(push_live, push_service, overri
         None,
         client.token_id,
     )
-    assert outbox(live) == [] and push_service.registered_token_ids() == []
+    assert outbox(live) == [] and bouncer.registered_token_ids() == []
     # The client may try again at once; a good registration clears the error.
     assert_success(post_register(live, live.owner, client.params(device_id, int(live.clock()))))
     send_due(live)
@@ -295,18 +306,18 @@ def test_the_services_refusal_reaches_the_device(push_live, push_service, overri
     assert (row["push_registration_error_code"], row["push_token_id"]) == (None, client.token_id)
 
 
-def test_confirmed_registration_removes_legacy_registrations_of_the_same_token(push_live, push_service):
+def test_confirmed_registration_removes_legacy_registrations_of_the_same_token(push_live, bouncer):
     live = push_live
     alice = live.make_user()
-    client = PushClient(push_service.public_key)
+    client = PushClient(bouncer.public_key)
     assert_success(live.owner.post("/users/me/android_gcm_reg_id", {"token": client.token}))
     assert_success(live.owner.post("/users/me/android_gcm_reg_id", {"token": "another-token"}))
     assert_success(live.owner.post("/users/me/apns_device_token", {"token": client.token, "appid": "org.zulip.Zulip"}))
     assert_success(alice.post("/users/me/android_gcm_reg_id", {"token": client.token}))
-    push_service.set_mode("unavailable")
+    bouncer.set_mode("unavailable")
     register_device(live, live.owner, client)
-    assert len(legacy_tokens(live)) == 4, "kept until the service confirms"
-    push_service.set_mode("ok")
+    assert len(legacy_tokens(live)) == 4, "kept until the bouncer confirms"
+    bouncer.set_mode("ok")
     live.clock.advance(2)
     send_due(live)
     assert legacy_tokens(live) == [

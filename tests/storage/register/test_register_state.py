@@ -205,7 +205,7 @@ def test_starred_messages(live):
 
 def test_realm_values_are_real(live):
     body = register(live.owner, fetch_event_types=["realm"])
-    assert body["realm_push_notifications_enabled"] is False, "no push service configured"
+    assert body["realm_push_notifications_enabled"] is False, "no push bouncer configured"
     assert body["realm_mandatory_topics"] is False and body["realm_plan_type"] == 1
     assert body["realm_available_video_chat_providers"] == {"disabled": {"name": "None", "id": 0}}
     live.write(lambda tx: tx.execute("UPDATE realm SET topics_policy = 'disable_empty_topic'"))
