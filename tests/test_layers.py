@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOP_LEVEL = ["storage", "scheduler", "tornchat"]  # bottom up: each imports only those before it
 # storage's packages, bottom up (docs/design.md: the module map).
 STORAGE_LAYERS = [
-    "db", "model", "cache", "text", "org", "channels", "fetch", "push", "messages", "membership", "register",
+    "db", "model", "cache", "text", "media", "org", "channels", "fetch", "push", "messages", "membership", "register",
 ]  # fmt: skip
 # Imports inside functions are allowed here only: the command line loads what a command needs (start-up time).
 LAZY_IMPORTERS = {"tornchat.cli"}

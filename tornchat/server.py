@@ -22,6 +22,7 @@ from tornchat.events.registry import EventQueues
 from tornchat.push_sender import BouncerConfig, PushSender
 from tornchat.ratelimit import LoginLimiter
 from tornchat.settings import Settings
+from tornchat.thumbnailer import Thumbnailer
 from tornchat.write_queue import WriteQueue
 
 # How often a user's last_active column is refreshed (it feeds "active in the last 14 days").
@@ -54,6 +55,7 @@ class Server:
         self._timers: list[tornado.ioloop.PeriodicCallback] = []
         self.scheduler: Scheduler | None = None
         self.push_sender: PushSender | None = None
+        self.thumbnailer = Thumbnailer(self.db, settings.data_dir)  # image decoding off the event loop
         self.shut_down = False
 
     @property
@@ -61,7 +63,7 @@ class Server:
         return os.path.join(self.settings.data_dir, "event_queues.json")
 
     def start(self) -> None:
-        """Start the IOLoop timers (call on the running loop): queue collection and the scheduler.
+        """Start the IOLoop timers (call on the running loop): queue collection, the scheduler, thumbnails.
 
         The scheduler delivers what fell due while the server was down (or fails what is too
         late) right away, then re-arms whenever a scheduled message is added, edited or removed.
@@ -74,6 +76,7 @@ class Server:
         self.events.subscribe(self._rearm_scheduler)
         self.scheduler.run()
         self.start_push_sender()
+        self.thumbnailer.schedule_waiting()  # images whose thumbnails the last process did not make
 
     def start_push_sender(self) -> None:
         """With a push bouncer configured, send the outbox: what waited now, new rows as they commit."""
@@ -125,6 +128,7 @@ class Server:
     def close(self) -> None:
         if self.push_sender is not None:
             self.push_sender.stop()
+        self.thumbnailer.close()
         batcher = self.writes.batcher
         batcher.drain()  # sends still queued are stored, not dropped (unanswered if their connection is gone)
         logging.getLogger("tornchat").info("group commit: %d sends in %d transactions", batcher.calls, batcher.batches)

@@ -121,6 +121,15 @@ CREATE TABLE "drafts" (
     CHECK ((type = 'stream') = (channel_id IS NOT NULL))
 );
 
+CREATE TABLE image_attachments (
+    attachment_id INTEGER PRIMARY KEY REFERENCES attachments (id) ON DELETE CASCADE,
+    original_width INTEGER NOT NULL CHECK (original_width > 0),
+    original_height INTEGER NOT NULL CHECK (original_height > 0),
+    frames INTEGER NOT NULL CHECK (frames > 0),
+    content_type TEXT NOT NULL,
+    thumbnails TEXT NOT NULL DEFAULT '[]'
+);
+
 CREATE TABLE legacy_push_tokens (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     user_id INTEGER NOT NULL REFERENCES users (id),
@@ -399,6 +408,8 @@ CREATE INDEX devices_by_user ON devices (user_id, id);
 CREATE INDEX direct_message_group_members_by_user ON direct_message_group_members (user_id, group_id);
 
 CREATE INDEX drafts_by_user ON drafts (user_id, last_edit_time, id);
+
+CREATE INDEX image_attachments_waiting ON image_attachments (attachment_id) WHERE thumbnails = '[]';
 
 CREATE INDEX linkifiers_by_order ON linkifiers (sort_order, id);
 

@@ -20,6 +20,7 @@ import msgspec
 from storage.channels.channels import has_content_access
 from storage.db import upload_files
 from storage.db.tx import Tx
+from storage.media.thumbnail import ImageInfo, remove_thumbnails
 from storage.model.channel import get_channel_by_id
 from storage.model.errors import ApiError
 from storage.model.user import User
@@ -37,6 +38,7 @@ class NewUpload(msgspec.Struct, frozen=True):
     name: str
     content_type: str
     size: int
+    image: ImageInfo | None = None  # what its header says, when it is an image to preview and thumbnail
 
 
 def file_not_found() -> ApiError:
@@ -106,6 +108,13 @@ def create_attachment(tx: Tx, user: User, upload: NewUpload, data_dir: str, quot
         (user.id, upload.path_id, upload.name, upload.content_type, upload.size, tx.timestamp),
     )
     row = tx.one("SELECT * FROM attachments WHERE id = ?", (cursor.lastrowid,))
+    if upload.image is not None:
+        image = upload.image
+        tx.execute(
+            "INSERT INTO image_attachments (attachment_id, original_width, original_height, frames, content_type)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (row["id"], image.width, image.height, image.frames, image.content_type),
+        )
     upload_files.install(data_dir, upload.staged, upload.path_id)
     publish_attachment(tx, user.id, "add", attachment_object(tx, row))
     url = f"/user_uploads/{upload.path_id}"
@@ -113,13 +122,14 @@ def create_attachment(tx: Tx, user: User, upload: NewUpload, data_dir: str, quot
 
 
 def delete_attachment(tx: Tx, user: User, attachment_id: int, data_dir: str) -> None:
-    """DELETE /attachments/{id}: delete the user's own upload (row now, file once committed)."""
+    """DELETE /attachments/{id}: delete the user's own upload (row now, file and thumbnails once committed)."""
     row = tx.one("SELECT * FROM attachments WHERE id = ? AND owner_id = ?", (attachment_id, user.id))
     if row is None:
         raise invalid_attachment()
     tx.execute("DELETE FROM attachments WHERE id = ?", (attachment_id,))
     publish_attachment(tx, user.id, "remove", {"id": attachment_id})
     tx.after_commit.append(lambda: upload_files.remove(data_dir, row["path_id"]))
+    tx.after_commit.append(lambda: remove_thumbnails(data_dir, row["path_id"]))
 
 
 # -- reading --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ contract: clients style its class names, so the markup below copies it.
 Mentions and channel links are inline rules, so code spans and code blocks never hold one.
 Realm linkifiers (storage/text/linkify.py) run on the plain text left after links and autolinks. Not
 rendered (left as typed): emoticons (translate_emoticons is off by default), LaTeX, <time:...>,
-syntax highlighting, inline image previews.
+syntax highlighting. Uploaded images get Zulip's inline previews (storage/messages/message_previews.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from markdown_it.utils import EnvType, OptionsDict
 
 from storage.channels.channels import has_metadata_access
 from storage.db.tx import Tx
+from storage.messages import image_attachments, message_previews
 from storage.model.channel import get_channel_by_id
 from storage.model.message import Rendered
 from storage.model.user import User
@@ -104,6 +105,8 @@ class _Context:
         self.wildcards: set[str] = set()
         self.has_link = self.has_image = self.has_attachment = False
         self.nesting = 0
+        self.quotes = 0  # inside how many ```quote blocks the renderer is (no previews there)
+        self.previewed: set[str] = set()  # uploads already previewed: each once per message
         self._cache: dict[tuple[str, str], _Span | None] = {}
 
     @cached_property
@@ -114,6 +117,9 @@ class _Context:
     def realm_prefix(self) -> str | None:
         url = self.tx.value("SELECT url FROM realm")
         return url.rstrip("/") + "/" if url else None
+
+    def image_preview(self, path_id: str) -> message_previews.ImagePreview | None:
+        return image_attachments.get_image_preview(self.tx, self.sender, path_id)
 
     def resolve(self, kind: str, text: str, silent: bool) -> _Span | None:
         # Inline rules also run in "silent" validation passes: one query per distinct name.
@@ -275,6 +281,13 @@ def _inspect(state: StateCore) -> None:
                 _fill_empty_link(children, index)
 
 
+def _previews(state: StateCore) -> None:
+    """Zulip's inline previews of uploaded images, after the paragraphs linking them."""
+    context: _Context = state.env["zulip"]
+    if message_previews.add_previews(state, context.image_preview, context.previewed, context.quotes > 0):
+        context.has_image = True
+
+
 def _fill_empty_link(children: list[Token], index: int) -> None:
     """Give [](url) and [  ](url) their URL as text, as Zulip does."""
     after = children[index + 1]
@@ -302,6 +315,8 @@ def _render_fence(self: RendererHTML, tokens: Sequence[Token], idx: int, options
     if language.lower() not in ("quote", "spoiler") or context.nesting >= MAX_NESTED_BLOCKS:
         return _code_html(token.content, language)
     context.nesting += 1
+    is_quote = language.lower() == "quote"
+    context.quotes += is_quote
     try:
         inner = _markdown.render(token.content, env)
         if language.lower() == "quote":
@@ -313,6 +328,7 @@ def _render_fence(self: RendererHTML, tokens: Sequence[Token], idx: int, options
         )
     finally:
         context.nesting -= 1
+        context.quotes -= is_quote
 
 
 def _render_code_block(
@@ -345,6 +361,7 @@ def _build() -> MarkdownIt:
     md.inline.ruler.at("emphasis", _star_emphasis)
     md.inline.ruler.before("emphasis", "zulip_mention", _mention_rule)
     md.core.ruler.push("zulip_inspect", _inspect)
+    md.core.ruler.push("zulip_previews", _previews)
     md.core.ruler.before("zulip_inspect", "zulip_linkifiers", linkify.linkify_rule)
     md.core.ruler.before("zulip_inspect", "zulip_emoji", message_emoji.emoji_rule(lambda env: env["zulip"].realm_emoji))
     md.add_render_rule("fence", _render_fence)

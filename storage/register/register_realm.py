@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from storage.db.tx import Tx
+from storage.media.thumbnail_formats import server_thumbnail_formats
 from storage.messages import typing_notifications as typing
 from storage.messages.message_reports import report_types
 from storage.model.realm import Realm
@@ -89,6 +90,7 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "stop_words": [],
         "giphy_api_key": "",  # no GIF picker
         "server_report_message_types": report_types(),
+        "server_thumbnail_formats": server_thumbnail_formats(),  # what /user_uploads/thumbnail/ URLs may name
     })  # fmt: skip
     return state
 

@@ -58,6 +58,7 @@ REGISTER_KEYS = {
         "realm_date_created", "realm_url", "realm_uri", "realm_is_zephyr_mirror_realm",
         "realm_new_stream_announcements_stream_id", "realm_signup_announcements_stream_id",
         "realm_zulip_update_announcements_stream_id", "realm_demo_organization_scheduled_deletion_date",
+        "server_thumbnail_formats",
         "realm_can_delete_any_message_group", "realm_can_delete_own_message_group", "realm_can_add_subscribers_group",
         "server_avatar_changes_disabled", "server_name_changes_disabled", "server_needs_upgrade",
         "server_jitsi_server_url", "max_message_length", "max_topic_length", "max_stream_name_length",
