@@ -27,6 +27,7 @@ setup(
         "linkify-it-py>=2.0",
         "google-re2>=1.1",
         "uri-template>=1.3",
+        "pillow>=10.0",
     ],
     extras_require={
         "test": [
