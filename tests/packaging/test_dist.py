@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import os
 import platform
 import re
@@ -29,7 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 import zulip
+from PIL import Image
 
 from tests.support.client_helpers import clients_required
 from tests.support.helpers import free_port
@@ -48,8 +51,10 @@ RENDERED = (
     'class="emoji emoji-1f389"',
     'href="https://example.com/notes"',
 )
-# The compiled modules every server process loads: msgspec, google-re2, PyNaCl (libsodium) and cffi.
-COMPILED = ("msgspec/_core", "re2/_re2", "nacl/_sodium", "_cffi_backend")
+# The compiled modules every server process loads: msgspec, google-re2, PyNaCl (libsodium), cffi, Pillow;
+# and Pillow's WebP codec, loaded once it has made a thumbnail.
+COMPILED = ("msgspec/_core", "re2/_re2", "nacl/_sodium", "_cffi_backend", "PIL/_imaging")
+THUMBNAILING = ("PIL/_webp",)
 START_TIMEOUT = 90.0
 
 
@@ -161,11 +166,11 @@ def _mapped_files(pid: int) -> set[str]:
     return files
 
 
-def _assert_self_contained(pid: int, bare: Path) -> None:
+def _assert_self_contained(pid: int, bare: Path, modules: tuple[str, ...] = COMPILED) -> None:
     files = _mapped_files(pid)
     outside = [path for path in files if path.startswith((REPO + os.sep, sys.prefix + os.sep))]
     assert not outside, f"the server loaded files of the checkout or this virtualenv: {outside}"
-    for module in COMPILED:
+    for module in modules:
         where = [path for path in files if module in path]
         assert where, f"{module} is not loaded: {sorted(files)}"
         assert all(path.startswith(str(bare.resolve()) + os.sep) for path in where), where
@@ -176,6 +181,21 @@ def _fetch(client: zulip.Client, message_id: int) -> dict:
     assert result["result"] == "success", result
     [message] = result["messages"]
     return message
+
+
+def _assert_thumbnails(client: zulip.Client, bare: Path, site: str) -> str:
+    """An animated GIF uploaded through the client gets Pillow's animated WebP thumbnail; its URL."""
+    frames = [Image.new("RGB", (60, 40), (i * 80, 0, 255 - i * 80)) for i in range(3)]
+    frames[0].save(bare / "dance.gif", save_all=True, append_images=frames[1:], duration=90, loop=0)
+    with open(bare / "dance.gif", "rb") as file:
+        uploaded = client.upload_file(file)
+    assert uploaded["result"] == "success", uploaded
+    url = uploaded["url"].replace("/user_uploads/", "/user_uploads/thumbnail/", 1) + "/840x560-anim.webp"
+    response = requests.get(site + url, auth=(client.email, client.api_key), timeout=30)
+    assert response.status_code == 200 and response.headers["Content-Type"] == "image/webp", response.text
+    with Image.open(io.BytesIO(response.content)) as thumbnail:
+        assert (thumbnail.format, thumbnail.n_frames, thumbnail.size) == ("WEBP", 3, (60, 40))
+    return url
 
 
 def _assert_web_client(site: str) -> None:
@@ -206,11 +226,16 @@ def _drive(command: list[str], bare: Path) -> None:
         linkifier = {"pattern": r"#(?P<id>[0-9]+)", "url_template": "https://tracker.example.com/{id}"}
         added = owner.call_endpoint("realm/filters", method="POST", request=linkifier)
         assert added["result"] == "success", added
-        sent = alice.send_message({"type": "private", "to": [OWNER], "content": CONTENT})
+        thumbnail_url = _assert_thumbnails(alice, bare, site)
+        _assert_self_contained(server.pid, bare, THUMBNAILING)
+        gif = thumbnail_url.removeprefix("/user_uploads/thumbnail/").removesuffix("/840x560-anim.webp")
+        sent = alice.send_message(
+            {"type": "private", "to": [OWNER], "content": f"{CONTENT} [dance.gif](/user_uploads/{gif})"}
+        )
         assert sent["result"] == "success", sent
         message = _fetch(owner, sent["id"])
         assert message["sender_email"] == ALICE
-        assert all(part in message["content"] for part in RENDERED), message["content"]
+        assert all(part in message["content"] for part in (*RENDERED, thumbnail_url)), message["content"]
         _assert_web_client(site)
     with _serving(command, bare, port):
         assert _fetch(owner, sent["id"]) == message

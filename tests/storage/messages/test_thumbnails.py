@@ -4,6 +4,7 @@ server_thumbnail_formats in POST /register."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import requests
@@ -13,7 +14,7 @@ from storage.media import thumbnail
 from storage.messages import attachments
 from tests.support.channel_helpers import make_channel
 from tests.support.events_helpers import register
-from tests.support.helpers import assert_error, assert_success
+from tests.support.helpers import assert_error, assert_success, wait_for
 from tests.support.image_helpers import bomb_png_bytes, decoded, gif_bytes, jpeg_bytes, png_bytes, truncated_jpeg_bytes
 from tests.support.send_helpers import send_direct_ok, send_ok, stored, stored_flags
 
@@ -68,6 +69,8 @@ def test_png_upload_gets_a_webp_thumbnail(live):
     response = fetch(live.owner, thumbnail_url(url))
     assert response.status_code == 200
     assert response.headers["Content-Type"] == "image/webp"
+    head = live.owner.session.head(live.owner.base_url + thumbnail_url(url))
+    assert (head.status_code, head.headers["Content-Length"], head.content) == (200, str(len(response.content)), b"")
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert response.headers["Content-Disposition"].startswith('inline; filename="840x560.webp"')
     image = decoded(response.content)
@@ -141,6 +144,18 @@ def test_deleting_the_upload_deletes_its_thumbnails(live):
     assert not os.path.exists(os.path.join(live.settings.data_dir, "uploads", "thumbnail"))
     assert image_row(live, url) is None
     assert_error(fetch(live.owner, thumbnail_url(url)), NOT_FOUND, status=404)
+
+
+def test_images_left_without_thumbnails_are_made_at_start(live):
+    url, _ = stored_without_thumbnails(live, live.owner, "left.png", png_bytes(30, 20), "image/png")
+    assert image_row(live, url)["thumbnails"] == "[]"
+    live.call(live.server.thumbnailer.schedule_waiting)  # what Server.start does
+    wait_for(lambda: image_row(live, url)["thumbnails"] != "[]", "the waiting image's thumbnails")
+    [made] = json.loads(image_row(live, url)["thumbnails"])
+    assert made == {"name": STILL, "animated": False, "content_type": "image/webp", "width": 30, "height": 20,
+                    "byte_size": made["byte_size"]}  # fmt: skip
+    thumbnail_file = os.path.join(live.settings.data_dir, "uploads", "thumbnail", *url.split("/")[2:], STILL)
+    assert os.path.getsize(thumbnail_file) == made["byte_size"]
 
 
 # -- hostile files ----------------------------------------------------------------------------------
