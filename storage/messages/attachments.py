@@ -113,7 +113,7 @@ def create_attachment(tx: Tx, user: User, upload: NewUpload, data_dir: str, quot
         tx.execute(
             "INSERT INTO image_attachments (attachment_id, original_width, original_height, frames, content_type)"
             " VALUES (?, ?, ?, ?, ?)",
-            (row["id"], image.width, image.height, image.frames, image.content_type),
+            (cursor.lastrowid, image.width, image.height, image.frames, image.content_type),
         )
     upload_files.install(data_dir, upload.staged, upload.path_id)
     publish_attachment(tx, user.id, "add", attachment_object(tx, row))

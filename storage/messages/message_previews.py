@@ -119,7 +119,7 @@ def add_previews(state: StateCore, lookup: PreviewLookup, seen: set[str], quoted
         return False  # Zulip previews nothing inside a quote
     tokens = state.tokens
     depth = 0
-    hrefs = set()
+    hrefs: set[str] = set()
     for token in tokens:
         depth += {"blockquote_open": 1, "blockquote_close": -1}.get(token.type, 0)
         if token.type == "inline" and depth == 0:
