@@ -1,7 +1,8 @@
 """The thumbnailer: image decoding off the event loop, results recorded on it (Zulip's thumbnail worker).
 
-Pillow's work (storage/media/thumbnail.py) runs in a small thread pool: a header probe while an upload
-is stored, then the thumbnails once its row is committed. Only the IOLoop thread touches the database:
+Pillow's work (storage/media/thumbnail.py) runs in threads: a header probe while an upload is stored
+(its own thread, so an upload never waits behind a long thumbnail job), then the thumbnails once its
+row is committed. Only the IOLoop thread touches the database:
 each finished job comes back to it and is recorded by storage/messages/image_attachments.py in one
 transaction (thumbnails, rewritten previews, their events). One job per image at a time: a request for
 a thumbnail not made yet waits for the job already running instead of starting another.
@@ -33,12 +34,13 @@ class Thumbnailer:
         self.db = db
         self.data_dir = data_dir
         self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="thumbnail")
+        self.probes = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="image-probe")
         self.running: dict[int, asyncio.Task[None]] = {}
 
     async def probe(self, path: str, content_type: str) -> ImageInfo | None:
         """The header facts of a staged upload (None: not an image to preview), read off the loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, thumbnail.probe_image, path, content_type)
+        return await loop.run_in_executor(self.probes, thumbnail.probe_image, path, content_type)
 
     def schedule(self, attachment_id: int) -> asyncio.Task[None]:
         """Start making an image's missing thumbnails (or join the job already doing it)."""
@@ -79,3 +81,4 @@ class Thumbnailer:
     def close(self) -> None:
         """Stop: jobs not started are dropped (schedule_waiting picks them up at the next start)."""
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.probes.shutdown(wait=False, cancel_futures=True)
