@@ -56,12 +56,31 @@ HELPERS: dict[str, Any] = {
         "type": {"map": {"ref": "ProfileFieldUserData"}, "int_keys": True},
         "optional": True,
     },
-    # Users in the snapshot: is_active is filled in when absent; the list itself must be there.
-    "InitialSnapshot._readUsersIsActiveFallbackTrue": {"type": {"list": {"ref": "User"}}, "optional": False},
-    "InitialSnapshot._readUsersIsActiveFallbackFalse": {"type": {"list": {"ref": "User"}}, "optional": False},
+    # Users in the snapshot: is_active is filled in when absent (true, or false for the non-active
+    # list); the list itself must be there.
+    "InitialSnapshot._readUsersIsActiveFallbackTrue": {
+        "type": {"list": {"ref": "User"}},
+        "optional": False,
+        "fills": {"is_active": True},
+    },
+    "InitialSnapshot._readUsersIsActiveFallbackFalse": {
+        "type": {"list": {"ref": "User"}},
+        "optional": False,
+        "fills": {"is_active": False},
+    },
     # stream_ids, or (older servers) streams[].stream_id.
-    "ChannelDeleteEvent._readChannelIds": {"type": {"list": "int"}, "optional": False},
-    "SubscriptionRemoveEvent._readChannelIds": {"type": {"list": "int"}, "optional": False},
+    "ChannelDeleteEvent._readChannelIds": {
+        "type": {"list": "int"},
+        "optional": False,
+        "key": "stream_ids",
+        "fallback": {"key": "streams", "type": {"list": {"ref": "ChannelIdItem"}}},
+    },
+    # subscriptions[].stream_id.
+    "SubscriptionRemoveEvent._readChannelIds": {
+        "type": {"list": {"ref": "ChannelIdItem"}},
+        "optional": False,
+        "key": "subscriptions",
+    },
     # Values checked against their property: encoded in HAND (property_values).
     "UserSettingsUpdateEvent._readValue": None,
     "ChannelUpdateEvent._readValue": None,
@@ -81,9 +100,10 @@ HELPERS: dict[str, Any] = {
     "Message._flagsFromJson": {"type": {"list": "string"}, "optional": False},
     "Message._readPoll": {"type": {"list": {"ref": "Submessage"}}, "optional": True},
     "GetMessagesResult._messagesFromJson": {"type": {"list": {"ref": "Message"}}, "optional": False},
-    "StreamMessage._readConversation": None,  # the message itself: StreamConversation's keys, in HAND
+    # The message object itself, decoded as a StreamConversation.
+    "StreamMessage._readConversation": {"type": {"ref": "StreamConversation"}, "optional": False, "whole_object": True},
     "DmMessage._conversationFromJson": {"type": {"list": {"ref": "DmRecipient"}}, "optional": False},
-    "TypingEvent._readSenderId": {"type": {"ref": "TypingPerson"}, "optional": False, "key": "sender"},
+    "TypingEvent._readSenderId": {"type": {"ref": "TypingSender"}, "optional": False, "key": "sender"},
     "TypingEvent._recipientIdsFromJson": {"type": {"list": {"ref": "TypingPerson"}}, "optional": True},
     "MessageTypeConverter": {"type": {"enum": ["stream", "private", "direct"]}, "optional": False},
 }
@@ -109,21 +129,20 @@ HAND: dict[str, Any] = {
             "prev_topic": {"type": "string", "optional": True},
             "topic": {"type": "string", "optional": True},
         },
-        # DmMessage._conversationFromJson: display_recipient[].id.
-        "DmRecipient": {"id": {"type": "int", "optional": False}},
-        # TypingEvent: sender.user_id and recipients[].user_id.
+        # DmMessage._conversationFromJson: display_recipient[].id, `(x as num).toInt()`.
+        "DmRecipient": {"id": {"type": "num", "optional": False}},
+        # TypingEvent: sender.user_id and recipients[].user_id (`as int`).
         "TypingPerson": {"user_id": {"type": "int", "optional": False}},
-        # Submessage.parseSubmessagesJson: the submessages of a message.
-        "Submessage": {
-            "sender_id": {"type": "int", "optional": False},
-            "msg_type": {"type": "string", "optional": False},
-            "content": {"type": "string", "optional": False},
-        },
+        "TypingSender": {"user_id": {"type": "num", "optional": False}},  # `(x as num).toInt()`
+        # ChannelDeleteEvent (older servers) streams[] and SubscriptionRemoveEvent subscriptions[]: `as int`.
+        "ChannelIdItem": {"stream_id": {"type": "int", "optional": False}},
         # Reactions.fromJson reads each reaction with Reaction.fromJson (reaction.g.dart), kept as generated.
-        # UpdateMessageMoveData.tryParseFromJson: the move keys, all optional together.
+        # UpdateMessageMoveData.tryParseFromJson: the move keys; a move (new_stream_id or subject
+        # differing) needs stream_id, orig_subject and propagate_mode, and propagate_mode without a
+        # move throws: checked by tests/support/flutter_contract.py (move_data).
         "UpdateMessageMoveData": {
-            "stream_id": {"type": "int", "optional": True},
-            "new_stream_id": {"type": "int", "optional": True},
+            "stream_id": {"type": "num", "optional": True},
+            "new_stream_id": {"type": "num", "optional": True},
             "orig_subject": {"type": "string", "optional": True},
             "subject": {"type": "string", "optional": True},
             "propagate_mode": {"type": {"enum": ["change_one", "change_later", "change_all"]}, "optional": True},
@@ -165,15 +184,14 @@ HAND: dict[str, Any] = {
             "stream_weekly_traffic": {"nullable": "int"},
         },
         "SubscriptionUpdateEvent": {
-            "color": "string",
+            "color": "string",  # "#rrggbb"
             "is_muted": "bool",
-            "in_home_view": "bool",
             "pin_to_top": "bool",
-            "desktop_notifications": {"nullable": "bool"},
-            "audible_notifications": {"nullable": "bool"},
-            "push_notifications": {"nullable": "bool"},
-            "email_notifications": {"nullable": "bool"},
-            "wildcard_mentions_notify": {"nullable": "bool"},
+            "desktop_notifications": "bool",
+            "audible_notifications": "bool",
+            "push_notifications": "bool",
+            "email_notifications": "bool",
+            "wildcard_mentions_notify": "bool",
         },
     },
     # Message.fromJson (hand-written): by "type".
@@ -312,9 +330,7 @@ class Parser:
             if key_expr.startswith("int.parse("):
                 descriptor["int_keys"] = True
             return descriptor, optional
-        if base == "num" and re.match(r"\)\??\.toInt\(\)", after):
-            return "int", optional  # (x as num).toInt(): an int in the API, though a float would pass
-        return SCALARS[base], optional
+        return SCALARS[base], optional  # (x as num).toInt() takes a float too: "num"
 
     @staticmethod
     def nullable(descriptor: Any, optional: bool) -> Any:
@@ -351,7 +367,9 @@ def parse_field(parser: Parser, name: str, expr: str) -> tuple[str, dict[str, An
 def parse_decoders(source: str, parser: Parser) -> dict[str, dict[str, Any]]:
     code = compact(source)
     types: dict[str, dict[str, Any]] = {}
-    pattern = r"(\w+) _\$(\w+)FromJson\(Map<String\|(?:dynamic|Object\?)>json\)=>(?:\w+\.)?(\w+)\("
+    head = r"(\w+) _\$(\w+)FromJson\(Map<String\|(?:dynamic|Object\?)>json\)"
+    # `=> X(...)`, or a block that first checks keys (`$checkKeys(json, requiredKeys: ...)`) then returns X(...).
+    pattern = head + r"(?:=>|\{(\$checkKeys\(.*?\);) ?return )(?:\w+\.)?(\w+)\("
     for match in re.finditer(pattern, code):
         open_at = match.end() - 1
         close = balanced(code, open_at)
@@ -360,9 +378,13 @@ def parse_decoders(source: str, parser: Parser) -> dict[str, dict[str, Any]]:
         arguments += [c.replace("=", ":", 1) for c in cascade.split("..")[1:]]
         fields: dict[str, Any] = {}
         for argument in arguments:
-            name, _, expr = argument.partition(":")
+            named = re.match(r"(\w+):(?!:)", argument)
+            name, expr = (named.group(1), argument[named.end() :]) if named else ("", argument)
             key, field = parse_field(parser, name, expr)
             fields[key] = field
+        required = re.search(r"requiredKeys:const\[([^\]]*)\]", match.group(3) or "")
+        for key in re.findall(r"'(\w+)'", required.group(1) if required else ""):
+            fields[key]["optional"] = False  # $checkKeys: present, and (disallowNullValues) not null
         types[match.group(2)] = fields
     return types
 
