@@ -24,6 +24,9 @@ log = logging.getLogger("tornchat.events")
 MAX_EVENTS = 10_000
 DEFAULT_LIFESPAN = 600
 MAX_LIFESPAN = 7 * 86400
+# POST /register's idle_queue_timeout="mobile" (Zulip 12.0, feature level 481): a phone's queue
+# outlives hours in a pocket without a poll; twelve hours, as Zulip's MOBILE_EVENT_QUEUE_TIMEOUT_SECS.
+MOBILE_LIFESPAN = 12 * 3600
 
 # A queued event: (its id in this queue, its body without the id, its size in bytes).
 Entry = tuple[int, Body, int]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -14,7 +14,7 @@ from storage.model.user import User
 from storage.register.register import fetch_initial_state
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler
-from tornchat.events.queue import DEFAULT_LIFESPAN, MAX_LIFESPAN, EventQueue, bad_queue
+from tornchat.events.queue import DEFAULT_LIFESPAN, MAX_LIFESPAN, MOBILE_LIFESPAN, EventQueue, bad_queue
 from tornchat.params import Params
 
 # Operators an event queue's narrow can filter on (Zulip's, plus direct-message conversations).
@@ -36,6 +36,9 @@ class QueueOptions(msgspec.Struct, kw_only=True):
     all_public_streams: bool = False
     client_capabilities: dict[str, Any] | None = None
     queue_lifespan_secs: int = 0
+    # Zulip 12.0 (feature level 481): seconds without a poll before the queue is dropped, or
+    # "mobile"; it wins over the older queue_lifespan_secs.
+    idle_queue_timeout: Annotated[int, msgspec.Meta(ge=1)] | Literal["mobile"] | None = None
     slim_presence: bool = False  # presence events without `email`
 
 
@@ -96,7 +99,6 @@ def queue_options(p: QueueOptions, user: User) -> dict[str, Any]:
     check_narrow(p.narrow)
     check_event_types(p.event_types)
     capabilities = p.client_capabilities or {}
-    lifespan = DEFAULT_LIFESPAN if p.queue_lifespan_secs <= 0 else min(p.queue_lifespan_secs, MAX_LIFESPAN)
     return {
         "event_types": None if p.event_types is None else set(p.event_types),
         "narrow": p.narrow,
@@ -113,9 +115,18 @@ def queue_options(p: QueueOptions, user: User) -> dict[str, Any]:
         "stream_typing_notifications": bool(capabilities.get("stream_typing_notifications")),
         "simplified_presence_events": bool(capabilities.get("simplified_presence_events")),
         "slim_presence": p.slim_presence,
-        "lifespan": lifespan,
+        "lifespan": queue_lifespan(p),
         "role": user.role,
     }
+
+
+def queue_lifespan(p: QueueOptions) -> int:
+    """Seconds the queue lives without a poll: idle_queue_timeout, else queue_lifespan_secs, at most 7 days."""
+    if p.idle_queue_timeout == "mobile":
+        return MOBILE_LIFESPAN
+    if p.idle_queue_timeout is not None:
+        return min(p.idle_queue_timeout, MAX_LIFESPAN)
+    return DEFAULT_LIFESPAN if p.queue_lifespan_secs <= 0 else min(p.queue_lifespan_secs, MAX_LIFESPAN)
 
 
 class RegisterHandler(BaseHandler):
@@ -145,8 +156,9 @@ class RegisterHandler(BaseHandler):
             fetch_initial_state, self.user, self.server.realm, None if fetch is None else set(fetch), state_options
         )
         queue = self.server.queues.create(self.user.id, **options)
-        state.update(queue_id=queue.id, last_event_id=-1, zulip_version=ZULIP_VERSION,
-                     zulip_feature_level=FEATURE_LEVEL, zulip_merge_base=ZULIP_VERSION)  # fmt: skip
+        state.update(queue_id=queue.id, last_event_id=-1, idle_queue_timeout_secs=int(queue.lifespan),
+                     zulip_version=ZULIP_VERSION, zulip_feature_level=FEATURE_LEVEL,
+                     zulip_merge_base=ZULIP_VERSION)  # fmt: skip
         self.respond(state)
 
 

@@ -105,6 +105,40 @@ def test_lifespan_is_capped_at_seven_days(live):
     assert_bad_queue(poll(live.owner, queue_id, dont_block=True), queue_id)
 
 
+def test_idle_queue_timeout_mobile_keeps_the_queue_twelve_hours(live):
+    """The Zulip mobile app registers with idle_queue_timeout="mobile" (JSON, as it sends it)."""
+    body = register(live.owner, idle_queue_timeout='"mobile"', queue_lifespan_secs=60)
+    assert body["idle_queue_timeout_secs"] == 12 * 3600 and "ignored_parameters_unsupported" not in body
+    live.clock.advance(12 * 3600)
+    assert events_now(live.owner, body["queue_id"]) == []
+    live.clock.advance(12 * 3600 + 1)
+    assert_bad_queue(poll(live.owner, body["queue_id"], dont_block=True), body["queue_id"])
+
+
+def test_idle_queue_timeout_in_seconds(live):
+    assert register(live.owner)["idle_queue_timeout_secs"] == 600
+    assert register(live.owner, queue_lifespan_secs=60)["idle_queue_timeout_secs"] == 60
+    assert register(live.owner, idle_queue_timeout=30 * 86400)["idle_queue_timeout_secs"] == 7 * 86400
+    body = register(live.owner, idle_queue_timeout=120)
+    assert body["idle_queue_timeout_secs"] == 120
+    live.clock.advance(121)
+    assert_bad_queue(poll(live.owner, body["queue_id"], dont_block=True), body["queue_id"])
+
+
+@pytest.mark.parametrize(
+    ("value", "msg"),
+    [
+        (0, "idle_queue_timeout is too small"),
+        ('"desktop"', "Invalid idle_queue_timeout"),
+        ("mobile", "idle_queue_timeout is not valid JSON"),
+        ("true", "idle_queue_timeout is not an integer"),
+    ],
+)
+def test_bad_idle_queue_timeout(live, value, msg):
+    assert_error(live.owner.post("/register", {"idle_queue_timeout": value}), msg)
+    assert live.call(lambda: dict(live.server.queues.queues)) == {}, "no queue made"
+
+
 def test_garbage_collection_frees_expired_queues(live):
     kept, dropped = register(live.owner)["queue_id"], register(live.owner, queue_lifespan_secs=10)["queue_id"]
     live.clock.advance(11)
