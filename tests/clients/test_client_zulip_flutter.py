@@ -14,15 +14,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support.events_helpers import Poll, events_now, low_heartbeat, wait_until_parked
-from tests.support.flutter_app_helpers import (
-    APP_ROUTES,
-    NARROWS,
-    SCENARIOS,
-    app_register,
-    get_messages,
-    narrow_param,
-    route_answers,
-)
+from tests.support.flutter_app_helpers import NARROWS, SCENARIOS, app_register, get_messages, narrow_param
+from tests.support.flutter_app_routes import APP_ROUTES, route_answers
 from tests.support.flutter_contract import Checker, load_contract
 from tests.support.helpers import PASSWORD, assert_success
 
