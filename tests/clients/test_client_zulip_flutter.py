@@ -196,11 +196,13 @@ def test_event_kinds_the_app_does_not_decode(town, checker):
     assert all(checker.typed("UnexpectedEvent", e, "event") == [] for e in events)
     assert unexpected == [
         ("attachment", "add"),
+        ("default_streams", None),
         ("drafts", "add"),
         ("muted_topics", None),  # beside user_topic, as Zulip sends both to a queue of every event type
         ("realm", "update"),
         ("realm", "update_dict"),
         ("scheduled_messages", "add"),
+        ("typing_edit_message", "start"),
     ], unexpected
 
 

@@ -178,9 +178,13 @@ def realm_user_events(town) -> list[tuple[str, Any]]:
     new = {"email": "carol@example.com", "password": "secret-pass", "full_name": "Carol"}
     carol = assert_success(town.owner.post("/users", new))["user_id"]
     assert_success(town.owner.patch(f"/users/{town.bob.id}", {"full_name": "Robert"}))
-    assert_success(town.owner.patch(f"/users/{town.bob.id}", {"role": 200}))
+    assert_success(town.owner.patch(f"/users/{town.bob.id}", {"role": 200}))  # and its system groups
+    field = assert_success(town.owner.post("/realm/profile_fields", {"name": "Desk", "field_type": 1}))["id"]
+    profile = {"profile_data": [{"id": field, "value": "Kitchen"}]}
+    assert_success(town.owner.patch(f"/users/{town.bob.id}", profile))
     assert_success(town.owner.delete(f"/users/{carol}"))
-    return [("realm_user", "add"), ("realm_user", "update")]
+    return [("realm_user", "add"), ("realm_user", "update"), ("user_group", "add_members"),
+            ("user_group", "remove_members")]  # fmt: skip
 
 
 def realm_events(town) -> list[tuple[str, Any]]:
@@ -236,9 +240,11 @@ def profile_field_events(town) -> list[tuple[str, Any]]:
 
 
 def user_group_events(town) -> list[tuple[str, Any]]:
-    group = {"name": "cooks", "members": [town.alice.id, town.bob.id], "description": "Kitchen"}
-    assert_success(town.owner.post("/user_groups/create", group))
-    return [("user_group", "add")]
+    cooks = {"name": "cooks", "members": [town.alice.id], "description": "Kitchen"}
+    cooks_id = assert_success(town.owner.post("/user_groups/create", cooks))["group_id"]
+    staff = {"name": "staff", "members": [town.bob.id], "description": "All", "subgroups": [cooks_id]}
+    assert_success(town.owner.post("/user_groups/create", staff))
+    return [("user_group", "add"), ("user_group", "add_subgroups")]
 
 
 def saved_snippet_events(town) -> list[tuple[str, Any]]:
@@ -277,8 +283,11 @@ def events_the_app_ignores(town) -> list[tuple[str, Any]]:
     assert_success(town.owner.post("/realm/filters", linkifier))
     uploaded = town.alice.session.post(f"{town.alice.base_url}/api/v1/user_uploads", files={"file": ("a.txt", b"a")})
     assert_success(uploaded)
-    assert_success(town.alice.post(f"/messages/{town.stream_message}/typing", {"op": "start"}))
-    return [("drafts", "add"), ("scheduled_messages", "add"), ("attachment", "add")]
+    editing = send(town.owner, town.channel_id)
+    assert_success(town.owner.post(f"/messages/{editing}/typing", {"op": "start"}))
+    make_channel(town, "welcome", [town.owner.id], is_default_stream=True)
+    return [("drafts", "add"), ("scheduled_messages", "add"), ("attachment", "add"),
+            ("typing_edit_message", "start"), ("default_streams", None)]  # fmt: skip
 
 
 SCENARIOS: dict[str, Callable[[Any], list[tuple[str, Any]]]] = {
