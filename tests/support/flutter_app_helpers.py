@@ -80,7 +80,8 @@ NARROWS: dict[str, tuple[list[dict[str, Any]], list[str]]] = {
         ],
         ["stream_message"],
     ),
-    "dm": ([{"operator": "dm", "operand": lambda town: [town.owner.id]}], ["direct_message"]),
+    # DmNarrow.apiEncode: every recipient, the user included, sorted (lib/model/narrow.dart).
+    "dm": ([{"operator": "dm", "operand": lambda town: sorted([town.owner.id, town.alice.id])}], ["direct_message"]),
     "is dm": ([{"operator": "is", "operand": "dm"}], ["direct_message"]),
     "is starred": ([{"operator": "is", "operand": "starred"}], ["direct_message"]),
     "is mentioned": ([{"operator": "is", "operand": "mentioned"}], ["direct_message"]),
