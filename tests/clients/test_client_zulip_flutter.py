@@ -11,8 +11,11 @@ make the app's decoder throw.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from tests.clients.zulip_flutter_contract import generate
 from tests.support.events_helpers import Poll, events_now, low_heartbeat, wait_until_parked
 from tests.support.flutter_app_helpers import NARROWS, SCENARIOS, app_register, get_messages, narrow_param
 from tests.support.flutter_app_routes import APP_ROUTES, route_answers
@@ -20,6 +23,7 @@ from tests.support.flutter_contract import Checker, load_contract
 from tests.support.helpers import PASSWORD, assert_success
 
 CONTRACT = load_contract()
+APP_REPO = os.environ.get("ZULIP_FLUTTER_REPO", "/work/.mirror/zulip+zulip-flutter/repo")
 
 
 @pytest.fixture
@@ -65,6 +69,12 @@ def test_the_contract_holds_the_decoders_the_app_reads():
         "fills": {"is_active": True},
     }
     assert snapshot["queue_id"] == {"type": "string", "optional": True}
+
+
+@pytest.mark.skipif(not os.path.isdir(APP_REPO), reason="no clone of zulip-flutter (set ZULIP_FLUTTER_REPO)")
+def test_the_contract_is_what_the_generator_reads_from_the_app():
+    """Regenerated from the app's commit the file names, the contract comes out the same."""
+    assert generate(APP_REPO, CONTRACT["commit"]) == CONTRACT
 
 
 def test_the_checker_finds_what_the_app_would_reject(checker):
