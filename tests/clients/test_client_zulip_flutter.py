@@ -161,7 +161,8 @@ def test_send_and_mark_read_as_the_app_does(town, checker):
     channel_sent = town.alice.post(
         "/messages", {**to_channel, "queue_id": queue, "local_id": "1", "read_by_sender": True}
     )
-    assert checker.typed("SendMessageResult", assert_success(channel_sent), "send") == []
+    sent = assert_success(channel_sent)
+    assert checker.typed("SendMessageResult", sent, "send") == []
     to_bob = {"type": "direct", "to": [town.bob.id], "content": "hello", "read_by_sender": True}
     assert checker.typed("SendMessageResult", assert_success(town.alice.post("/messages", to_bob)), "send") == []
     flags = {"messages": [town.stream_message, town.direct_message], "op": "add", "flag": "read"}
@@ -174,12 +175,12 @@ def test_send_and_mark_read_as_the_app_does(town, checker):
         "num_after": 1000,
         "op": "add",
         "flag": "read",
-        "narrow": narrow_param(town, [{"operator": "channel", "operand": "general"}]),
+        "narrow": [{"operator": "channel", "operand": town.channel_id}],
     }
     answer = assert_success(town.alice.post("/messages/flags/narrow", by_narrow))
     assert checker.typed("UpdateMessageFlagsForNarrowResult", answer, "flags/narrow") == []
-    event = next(e for e in events_now(town.alice, queue) if e["type"] == "message" and e["message"]["id"] > 0)
-    assert event["local_message_id"] == "1"
+    [event] = [e for e in events_now(town.alice, queue) if e["type"] == "message" and e["message"]["id"] == sent["id"]]
+    assert event["local_message_id"] == "1" and "read" in event["flags"]  # read_by_sender
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
