@@ -339,6 +339,10 @@ class Parser:
 
 def parse_field(parser: Parser, name: str, expr: str) -> tuple[str, dict[str, Any]]:
     """(JSON key, field) of one constructor argument."""
+    checked = re.fullmatch(r"\$checkedConvert\('(\w+)',\((\w+)\)=>(.*)\)", expr)
+    if checked:  # json_serializable's checked mode: the value is handed to a closure as `v`
+        descriptor, optional = parser.value(checked.group(3), checked.group(2))
+        return checked.group(1), {"type": descriptor, "optional": optional}
     helper = re.search(r"([\w$]+\.\w+)\(json,'(\w+)'\)", expr)
     custom = re.search(r"(\w+\._\w+)\(json\['(\w+)'\]", expr)
     converter = re.search(r"const (\w+Converter)\(\)\.fromJson\(json\['(\w+)'\]", expr)
@@ -368,8 +372,10 @@ def parse_decoders(source: str, parser: Parser) -> dict[str, dict[str, Any]]:
     code = compact(source)
     types: dict[str, dict[str, Any]] = {}
     head = r"(\w+) _\$(\w+)FromJson\(Map<String\|(?:dynamic|Object\?)>json\)"
-    # `=> X(...)`, or a block that first checks keys (`$checkKeys(json, requiredKeys: ...)`) then returns X(...).
-    pattern = head + r"(?:=>|\{(\$checkKeys\(.*?\);) ?return )(?:\w+\.)?(\w+)\("
+    # `=> X(...)`; a block that first checks keys (`$checkKeys(json, requiredKeys: ...)`) then returns
+    # X(...); or checked mode's `=> $checkedCreate('X', json, ($checkedConvert) { final val = X(...`.
+    checked = r"(?:\$checkedCreate\('\w+',json,\(\$checkedConvert\)\{(\$checkKeys\(.*?\);)? ?final val=)?"
+    pattern = head + r"(?:=>" + checked + r"|\{(\$checkKeys\(.*?\);) ?return )(?:\w+\.)?(\w+)\("
     for match in re.finditer(pattern, code):
         open_at = match.end() - 1
         close = balanced(code, open_at)
@@ -382,7 +388,7 @@ def parse_decoders(source: str, parser: Parser) -> dict[str, dict[str, Any]]:
             name, expr = (named.group(1), argument[named.end() :]) if named else ("", argument)
             key, field = parse_field(parser, name, expr)
             fields[key] = field
-        required = re.search(r"requiredKeys:const\[([^\]]*)\]", match.group(3) or "")
+        required = re.search(r"requiredKeys:const\[([^\]]*)\]", match.group(3) or match.group(4) or "")
         for key in re.findall(r"'(\w+)'", required.group(1) if required else ""):
             fields[key]["optional"] = False  # $checkKeys: present, and (disallowNullValues) not null
         types[match.group(2)] = fields
