@@ -134,6 +134,18 @@ def test_register_with_the_apps_parameters(town, checker):
     assert [s["name"] for s in snapshot["subscriptions"]] == ["general"]
 
 
+def test_register_after_every_kind_of_change(town, checker):
+    """The snapshot with something in most parts the app decodes: emoji, profile fields and data, groups,
+    folders, topics, presence, a deactivated user (each scenario's changes)."""
+    for scenario in SCENARIOS.values():
+        scenario(town)
+    snapshot = app_register(town.alice)
+    for key in ("realm_emoji", "custom_profile_fields", "channel_folders", "user_topics", "presences",
+                "realm_non_active_users", "alert_words"):  # fmt: skip
+        assert snapshot.get(key), key
+    assert checker.typed("InitialSnapshot", snapshot, "register") == []
+
+
 def test_a_long_poll_receives_a_message(town, checker):
     snapshot = app_register(town.alice)
     low_heartbeat(town, 5)
