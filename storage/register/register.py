@@ -222,7 +222,8 @@ def fetch_initial_state(
         # Archived folders too, as Zulip: channels may still be in them.
         state["channel_folders"] = list_channel_folders(tx, True)
     if want("realm_user"):
-        everyone = users.list_user_objects(tx, user, realm, None, options["client_gravatar"], False)
+        # With their custom profile field values (profile_data), as Zulip sends them to logged-in users.
+        everyone = users.list_user_objects(tx, user, realm, None, options["client_gravatar"], True)
         state["realm_users"] = [u for u in everyone if u["is_active"]]
         state["realm_non_active_users"] = [u for u in everyone if not u["is_active"]]
     if want("realm_user_groups"):

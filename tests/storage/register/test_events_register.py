@@ -162,7 +162,8 @@ def test_realm_users_match_get_users(live):
     gone = live.make_user(full_name="Gone")
     assert_success(live.owner.delete(f"/users/{gone.id}"))
     body = register(live.owner, fetch_event_types=["realm_user"])
-    members = assert_success(live.owner.get("/users"))["members"]
+    # With profile data, as Zulip sends it to logged-in users (GET /users only when asked).
+    members = assert_success(live.owner.get("/users", {"include_custom_profile_fields": True}))["members"]
     assert body["realm_users"] == [m for m in members if m["is_active"]]
     assert body["realm_non_active_users"] == [m for m in members if not m["is_active"]]
     assert [u["user_id"] for u in body["realm_non_active_users"]] == [gone.id]
@@ -170,9 +171,19 @@ def test_realm_users_match_get_users(live):
 
 def test_realm_users_follow_client_gravatar(live):
     body = register(live.owner, fetch_event_types=["realm_user"], client_gravatar=False)
-    members = assert_success(live.owner.get("/users", {"client_gravatar": False}))["members"]
+    params = {"client_gravatar": False, "include_custom_profile_fields": True}
+    members = assert_success(live.owner.get("/users", params))["members"]
     assert body["realm_users"] == [m for m in members if m["is_active"]]
     assert all(u["avatar_url"] for u in body["realm_users"])
+
+
+def test_realm_users_carry_their_profile_data(live):
+    member = live.make_user(full_name="Member")
+    field = assert_success(live.owner.post("/realm/profile_fields", {"name": "Desk", "field_type": 1}))["id"]
+    assert_success(live.owner.patch(f"/users/{member.id}", {"profile_data": [{"id": field, "value": "B4"}]}))
+    users = {u["user_id"]: u for u in register(live.owner, fetch_event_types=["realm_user"])["realm_users"]}
+    assert users[member.id]["profile_data"] == {str(field): {"value": "B4", "rendered_value": "<p>B4</p>"}}
+    assert users[live.owner.id]["profile_data"] == {}
 
 
 def test_realm_user_groups_match_get_user_groups(live):
