@@ -101,15 +101,3 @@ def test_channels_go_into_folders(live):
 def test_methods(live):
     assert live.owner.get("/channel_folders/create").status_code == 405
     assert live.owner.patch("/channel_folders").status_code == 405
-
-
-def test_register_lists_every_folder_archived_ones_too(live):
-    guest = live.make_user("guest")
-    kept = create_folder(live.owner, "Kept")
-    gone = create_folder(live.owner, "Gone")
-    live.write(lambda tx: tx.execute("UPDATE channel_folders SET is_archived = 1 WHERE id = ?", (gone,)))
-    for client in (live.owner, guest):
-        state = assert_success(client.post("/register", {"fetch_event_types": ["channel_folders"]}))
-        assert state["channel_folders"] == folders(live.owner, include_archived=True)
-        assert [(f["id"], f["is_archived"]) for f in state["channel_folders"]] == [(kept, False), (gone, True)]
-    assert "channel_folders" not in assert_success(live.owner.post("/register", {"fetch_event_types": ["message"]}))
