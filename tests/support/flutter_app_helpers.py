@@ -262,6 +262,24 @@ def device_events(town) -> list[tuple[str, Any]]:
     return [("device", "add"), ("device", "remove")]
 
 
+def user_status_events(town) -> list[tuple[str, Any]]:
+    status = {
+        "status_text": "at lunch",
+        "emoji_name": "octopus",
+        "emoji_code": "1f419",
+        "reaction_type": "unicode_emoji",
+    }
+    assert_success(town.bob.post("/users/me/status", status))
+    assert_success(town.bob.post("/users/me/status", {"status_text": "", "emoji_name": ""}))
+    return [("user_status", None)]
+
+
+def muted_user_events(town) -> list[tuple[str, Any]]:
+    assert_success(town.alice.post(f"/users/me/muted_users/{town.bob.id}"))
+    assert_success(town.alice.delete(f"/users/me/muted_users/{town.bob.id}"))
+    return [("muted_users", None)]
+
+
 def events_the_app_ignores(town) -> list[tuple[str, Any]]:
     """Kinds the app has no decoder for (drafts, scheduled messages, linkifiers, attachments...)."""
     draft = {"type": "stream", "to": [town.channel_id], "topic": "lunch", "content": "later", "timestamp": 1}
@@ -306,5 +324,7 @@ SCENARIOS: dict[str, Callable[[Any], list[tuple[str, Any]]]] = {
     "saved_snippets": saved_snippet_events,
     "channel_folder": channel_folder_events,
     "device": device_events,
+    "user_status": user_status_events,
+    "muted_users": muted_user_events,
     "ignored by the app": events_the_app_ignores,
 }

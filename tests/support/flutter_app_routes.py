@@ -13,6 +13,7 @@ from typing import Any
 
 import requests
 
+from tests.support.channel_helpers import make_channel
 from tests.support.flutter_app_helpers import REGISTER, TADA
 from tests.support.helpers import PASSWORD, assert_success
 
@@ -27,6 +28,13 @@ def upload(town) -> requests.Response:
 def temporary_url(town) -> requests.Response:
     uri = assert_success(upload(town))["url"]  # /user_uploads/<realm id>/<path>, asked under /api/v1
     return town.alice.get(uri)
+
+
+def report(town) -> requests.Response:
+    """The app's report (a type, an optional description), once the realm names a moderation channel."""
+    moderators = make_channel(town, "moderation", [town.owner.id], invite_only=True)
+    assert_success(town.owner.patch("/realm", {"moderation_request_channel_id": moderators}))
+    return town.alice.post(f"/messages/{town.empty_topic_message}/report", {"report_type": "spam"})
 
 
 def subscribe(town) -> requests.Response:
@@ -84,12 +92,7 @@ APP_ROUTES: list[tuple[str, Callable[[Any], requests.Response], str | None, bool
         True,
     ),
     ("DELETE messages/{id}", lambda t: t.owner.delete(f"/messages/{t.empty_topic_message}"), None, True),
-    (
-        "POST messages/{id}/report",
-        lambda t: t.alice.post(f"/messages/{t.empty_topic_message}/report", {"report_type": "spam"}),
-        None,
-        True,
-    ),
+    ("POST messages/{id}/report", report, None, True),
     ("POST user_uploads", upload, "UploadFileResult", True),
     ("GET user_uploads/{realm}/{file}", temporary_url, "GetFileTemporaryUrlResult", True),
     (
