@@ -59,6 +59,7 @@ WATCHED = [
     ("linkifiers", "linkifier_state", "0", None),
     ("messages", "messages", "id", None),  # the encoded messages (message_cache.py)
     ("messages", "reactions", "message_id", None),
+    ("messages", "submessages", "message_id", None),  # polls' and to-do lists' data (message_objects.py)
     # What POST /register keeps (kept.py): subscriber counts, groups and their members, channel recipients.
     ("register", "subscriptions", "0", ["user_id", "channel_id", "active"]),
     ("register", "users", "0", ["id", "is_active"]),

@@ -7,11 +7,12 @@ those bytes with a tail per flag set: `{...,"flags":[...]}`, the same bytes as e
 object, whose last keys are flags (and match_content, match_subject).
 
 One cache per connection, held by its directory and told of writes by the change journal
-(storage/cache/journal.py): a write to a message or its reactions drops that message's entries; a
-write to what messages show of users (journal.py: SENDER_COLUMNS), a channel's name, the realm,
-direct-message conversations or the linkifiers drops them all, except new rows no message shows yet
-(a channel, a recipient, a new conversation's members). Nothing is kept while a reported write may
-still be uncommitted (storage/fetch/message_encoded.py asks the journal). Bounded by bytes.
+(storage/cache/journal.py): a write to a message, its reactions or its submessages (widget data)
+drops that message's entries; a write to what messages show of users (journal.py: SENDER_COLUMNS), a
+channel's name, the realm, direct-message conversations or the linkifiers drops them all, except new
+rows no message shows yet (a channel, a recipient, a new conversation's members). Nothing is kept
+while a reported write may still be uncommitted (storage/fetch/message_encoded.py asks the journal).
+Bounded by bytes.
 """
 
 from __future__ import annotations

@@ -291,6 +291,14 @@ CREATE TABLE "scheduled_messages" (
     date_created INTEGER NOT NULL
 );
 
+CREATE TABLE submessages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,           -- clients order a widget's events by it
+    message_id INTEGER NOT NULL REFERENCES messages (id),
+    sender_id INTEGER NOT NULL REFERENCES users (id),
+    msg_type TEXT NOT NULL,
+    content TEXT NOT NULL                           -- a JSON text, stored as the client sent it
+);
+
 CREATE TABLE subscriptions (
     user_id INTEGER NOT NULL REFERENCES users (id),
     channel_id INTEGER NOT NULL REFERENCES channels (id),
@@ -462,6 +470,8 @@ CREATE INDEX scheduled_messages_by_sender ON scheduled_messages (sender_id, sche
 
 CREATE INDEX scheduled_messages_due ON scheduled_messages (scheduled_timestamp, id)
     WHERE delivered_message_id IS NULL AND NOT failed;
+
+CREATE INDEX submessages_by_message ON submessages (message_id, id);
 
 CREATE INDEX subscriptions_by_channel ON subscriptions (channel_id, user_id) WHERE active;
 

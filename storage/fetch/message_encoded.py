@@ -33,6 +33,8 @@ from storage.text import linkify
 from storage.text.search_highlight import highlight_content, highlight_topic
 
 _first, _second = itemgetter(0), itemgetter(1)  # a row's message id and flags
+# The messages a page lacks in the cache, by id (a JSON array): one query, reactions and submessages with them.
+MISSING_SQL = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))"
 
 
 def encoded_page(tx: Tx, rows: Sequence[FlagRow], formats: Formats, limit: int) -> msgspec.Raw:
@@ -117,8 +119,5 @@ _comma_tails = _CommaTails()
 def _encode_missing(
     tx: Tx, known: Directory, linkifiers: linkify.LinkifierSet, message_ids: list[int], formats: Formats
 ) -> list[tuple[int, bytes]]:
-    rows = tx.tuples(
-        f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.id IN (SELECT value FROM json_each(?))",
-        (msgspec.json.encode(message_ids).decode(),),
-    )
+    rows = tx.tuples(MISSING_SQL, (msgspec.json.encode(message_ids).decode(),))
     return [(obj.id, prefix(obj)) for obj in unflagged_objects(known, linkifiers, rows, formats)]

@@ -24,9 +24,16 @@ REACTIONS_SQL = (
     "(SELECT json_group_array(json_array(r.user_id, r.emoji_name, r.emoji_code, r.reaction_type))"
     " FROM reactions AS r INDEXED BY reactions_by_message WHERE r.message_id = m.id HAVING count(*) > 0)"
 )
+# Submessages (widget data) of the message, oldest first (Zulip orders them by id):
+# [[id, sender_id, msg_type, content], ...] or NULL. Most messages have none: one probe of the index.
+SUBMESSAGES_SQL = (
+    "(SELECT json_group_array(json_array(s.id, s.sender_id, s.msg_type, s.content))"
+    " FROM submessages AS s INDEXED BY submessages_by_message WHERE s.message_id = m.id HAVING count(*) > 0)"
+)
 _FIELDS = (
     "m.sender_id, m.recipient_id, m.channel_id, m.topic, m.content, m.rendered_content, m.date_sent, m.client,"
-    f" m.is_me_message, m.last_edit_timestamp, m.last_moved_timestamp, m.edit_history, {REACTIONS_SQL} AS reactions"
+    f" m.is_me_message, m.last_edit_timestamp, m.last_moved_timestamp, m.edit_history, {REACTIONS_SQL} AS reactions,"
+    f" {SUBMESSAGES_SQL} AS submessages"
 )
 # A message row without flags (`FROM messages AS m`), for message_objects' mapping rows.
 MESSAGE_COLUMNS = f"m.id, {_FIELDS}"
@@ -37,13 +44,15 @@ HTML_ROW_COLUMNS = ROW_COLUMNS.replace("m.content,", "NULL AS content,", 1)
 _ROW_NAMES = (
     "id", "flags", "sender_id", "recipient_id", "channel_id", "topic", "content", "rendered_content", "date_sent",
     "client", "is_me_message", "last_edit_timestamp", "last_moved_timestamp", "edit_history", "reactions",
+    "submessages",
 )  # fmt: skip
 # The row message_tuple_objects builds from, ROW_COLUMNS in _ROW_NAMES' order: flags None if historical,
-# channel_id None for a direct message, content None with HTML_ROW_COLUMNS, edit_history and reactions JSON
-# or None. A NamedTuple would name the fields, but making one from SQLite's tuple costs about 0.2 µs a row.
+# channel_id None for a direct message, content None with HTML_ROW_COLUMNS, edit_history, reactions and
+# submessages JSON or None. A NamedTuple would name the fields, but making one from SQLite's tuple costs
+# about 0.2 µs a row.
 MessageRow = tuple[
     int, int | None, int, int, int | None, str, str | None, str, int, str, int, int | None, int | None, str | None,
-    str | None,
+    str | None, str | None,
 ]  # fmt: skip
 RENDERED = _ROW_NAMES.index("rendered_content")
 TOPIC = _ROW_NAMES.index("topic")
@@ -135,7 +144,7 @@ class _Page:
 
 def build_object(page: _Page, row: MessageRow, with_flags: bool) -> MessageObject:
     (message_id, bits, sender_id, recipient_id, channel_id, topic, content, rendered, date_sent, client, me,
-     edited, moved, history, reactions) = row  # fmt: skip
+     edited, moved, history, reactions, submessages) = row  # fmt: skip
     sender = page.senders.get(sender_id) or page.known.sender(sender_id)
     markdown = page.markdown
     in_channel = channel_id is not None
@@ -152,7 +161,7 @@ def build_object(page: _Page, row: MessageRow, with_flags: bool) -> MessageObjec
         page.topic_links[topic] if in_channel else _NOTHING,
         bool(me),
         _reactions(page.known, reactions) if reactions is not None else _NOTHING,
-        _NOTHING,  # submessages: widgets (polls, todo lists) are not supported
+        _submessages(message_id, submessages) if submessages is not None else _NOTHING,
         sender.full_name,
         sender.email,
         "",  # sender_realm_str
@@ -184,6 +193,14 @@ def _reactions(known: Directory, packed: str) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def _submessages(message_id: int, packed: str) -> list[dict[str, Any]]:
+    """Submessages as Zulip lists them in message objects (oldest first)."""
+    return [
+        {"id": found_id, "message_id": message_id, "sender_id": sender_id, "msg_type": msg_type, "content": content}
+        for found_id, sender_id, msg_type, content in msgspec.json.decode(packed)
+    ]
 
 
 def _participants(known: Directory, recipient_id: int) -> list[dict[str, Any]]:

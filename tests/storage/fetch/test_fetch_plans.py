@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from storage.fetch.message_encoded import MISSING_SQL
 from storage.fetch.narrow import build_query
 from storage.fetch.narrow_select import Selected, Side, ids_query, select_sql, unread_query
 from storage.fetch.narrow_terms import Term
@@ -16,11 +17,15 @@ def page_plan(db, user, terms):
 
 
 def assert_only(details, expected):
-    """The plan is exactly these steps (the reactions subquery included), with no sort."""
+    """The plan is exactly these steps (the reactions and submessages subqueries included), with no sort."""
     assert details == expected, "\n".join(details)
 
 
-REACTIONS = ["CORRELATED SCALAR SUBQUERY 1", "SEARCH r USING INDEX reactions_by_message (message_id=?)"]
+# Each message's reactions and submessages: one probe of each index, no per-message query.
+REACTIONS = [
+    "CORRELATED SCALAR SUBQUERY 1", "SEARCH r USING INDEX reactions_by_message (message_id=?)",
+    "CORRELATED SCALAR SUBQUERY 2", "SEARCH s USING INDEX submessages_by_message (message_id=?)",
+]  # fmt: skip
 
 
 def test_no_narrow_walks_only_the_user_messages_primary_key(plans_db):
@@ -94,3 +99,16 @@ def test_filters_the_driver_implies_come_back_under_another_driver(plans_db):
     for sql in db.read(sqls):
         assert "m.channel_id IS NOT NULL AND m.channel_id = ?" in sql, sql
         assert "m.channel_id IS NOT NULL AND m.topic_key = ?" in sql, sql
+
+
+def test_messages_missing_from_the_cache_are_read_in_one_query_with_their_submessages(plans_db):
+    """message_encoded's read of the messages a cached page lacks: by id, each subquery in its index."""
+    db, _ = plans_db
+
+    def explain(tx):
+        return [row["detail"] for row in tx.all("EXPLAIN QUERY PLAN " + MISSING_SQL, ("[1, 2, 3]",))]
+
+    details = db.read(explain)
+    assert details[-4:] == REACTIONS, "\n".join(details)
+    assert details[0].startswith("SEARCH m USING INTEGER PRIMARY KEY"), "\n".join(details)
+    assert not any("TEMP B-TREE" in detail for detail in details), "\n".join(details)
