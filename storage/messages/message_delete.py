@@ -3,7 +3,7 @@
 Deletion is Zulip's rule set: organization administrators and the realm's or the channel's
 can_delete_any_message_group may delete any message; a sender (or the owner of a sending bot) may
 delete their own if in the realm's can_delete_own_message_group or, for channel messages, the
-channel's. Deleting is final: the message, its reactions and per-user rows are removed (the FTS
+channel's. Deleting is final: the message, its reactions, submessages and per-user rows are removed (the FTS
 triggers drop it from search); nothing is archived for restoring.
 """
 
@@ -54,7 +54,7 @@ def delete_message(tx: Tx, actor: User, message_id: int) -> None:
     check_can_delete(tx, actor, row, channel)
     audience = message_viewers(tx, row, channel)
     push_notifications.withdraw_message(tx, message_id)
-    for table in ("reactions", "user_messages"):
+    for table in ("reactions", "submessages", "user_messages"):
         tx.execute(f"DELETE FROM {table} WHERE message_id = ?", (message_id,))
     tx.execute("DELETE FROM messages WHERE id = ?", (message_id,))
     tx.publish(delete_event([message_id], channel, row["topic"]), audience)

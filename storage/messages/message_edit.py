@@ -32,6 +32,7 @@ from storage.messages.attachments import relink_attachments
 from storage.messages.message_delete import delete_event
 from storage.messages.message_render import render_message
 from storage.messages.messages import check_content, user_flags
+from storage.messages.submessages import is_widget_message
 from storage.model import flags, recipients
 from storage.model.channel import Channel, get_channel_by_id
 from storage.model.errors import ApiError
@@ -137,6 +138,8 @@ def plan_edit(tx: Tx, actor: User, row: Any, request: EditRequest) -> Edit:
         typed = topic = None
     stream_id = None if request.stream_id == row["channel_id"] else request.stream_id
     check_payload(row, request.propagate_mode, content, typed, stream_id, request.prev_content_sha256)
+    if content is not None and is_widget_message(tx, row["id"]):
+        raise ApiError("Widgets cannot be edited.")  # Zulip: a poll's or list's data would no longer match
     orig_channel = message_channel(tx, row)
     target_channel = orig_channel if stream_id is None else access_target_channel(tx, actor, stream_id)
     edit = Edit(

@@ -23,6 +23,7 @@ from storage.fetch.message_objects import event_message_object
 from storage.messages import muted_users
 from storage.messages.attachments import claim_attachments
 from storage.messages.message_render import render_message
+from storage.messages.submessages import create_widget_submessage
 from storage.model import flags, recipients
 from storage.model.channel import Channel, get_channel_by_id, get_channel_by_name
 from storage.model.errors import ApiError
@@ -321,6 +322,7 @@ def store_message(
     tx.insert_user_messages([(user_id, message_id, value) for user_id, value in bits.items()])
     push_notifications.notify_new_message(tx, message_id, sender, destination, rendered, bits)
     claim_attachments(tx, sender, message_id, rendered.html)
+    create_widget_submessage(tx, sender.id, message_id, content)  # before the event, which shows it
     publish_message(tx, message_id, bits, local=local)
     return message_id
 
