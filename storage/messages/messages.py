@@ -24,6 +24,7 @@ from storage.messages import muted_users
 from storage.messages.attachments import claim_attachments
 from storage.messages.message_render import render_message
 from storage.messages.submessages import create_widget_submessage
+from storage.messages.widgets import check_widget_content
 from storage.model import flags, recipients
 from storage.model.channel import Channel, get_channel_by_id, get_channel_by_name
 from storage.model.errors import ApiError
@@ -61,6 +62,8 @@ class SendRequest(msgspec.Struct, kw_only=True):
     # The sending client's event queue and its id for the message (local echo), when it gave both.
     queue_id: str | None = None
     local_id: str | None = None
+    # A widget given with the message (JSON text; Zulip's bots send zform buttons): widgets.check_widget_content.
+    widget_content: str | None = None
 
 
 def message_type(value: str) -> str:
@@ -281,10 +284,13 @@ def topic_participants(tx: Tx, sender: User, destination: Destination) -> set[in
 def send_message(tx: Tx, sender: User, request: SendRequest) -> int:
     """Store a message, one user_messages row per receiver, and publish it; return its id."""
     destination, content = validate_send(tx, sender, request)
+    widget = None if request.widget_content is None else check_widget_content(request.widget_content)
     local = None
     if request.queue_id is not None and request.local_id is not None:
         local = {"queue_id": request.queue_id, "local_id": request.local_id}
-    return store_message(tx, sender, destination, content, request.client, request.read_by_sender, local=local)
+    return store_message(
+        tx, sender, destination, content, request.client, request.read_by_sender, local=local, widget=widget
+    )
 
 
 def store_message(
@@ -296,6 +302,7 @@ def store_message(
     read_by_sender: bool | None,
     *,
     local: dict[str, str] | None = None,
+    widget: tuple[str, Any] | None = None,
 ) -> int:
     """Insert a validated message with its per-user rows in the current transaction; return its id.
 
@@ -322,7 +329,7 @@ def store_message(
     tx.insert_user_messages([(user_id, message_id, value) for user_id, value in bits.items()])
     push_notifications.notify_new_message(tx, message_id, sender, destination, rendered, bits)
     claim_attachments(tx, sender, message_id, rendered.html)
-    create_widget_submessage(tx, sender.id, message_id, content)  # before the event, which shows it
+    create_widget_submessage(tx, sender.id, message_id, content, widget)  # before the event, which shows it
     publish_message(tx, message_id, bits, local=local)
     return message_id
 

@@ -31,9 +31,12 @@ def _insert(tx: Tx, message_id: int, sender_id: int, msg_type: str, content: str
     return int(cursor.lastrowid or 0)
 
 
-def create_widget_submessage(tx: Tx, sender_id: int, message_id: int, content: str) -> None:
-    """Store the widget submessage of a new message whose content is a widget command (else nothing)."""
-    found = get_widget_data(content)
+def create_widget_submessage(
+    tx: Tx, sender_id: int, message_id: int, content: str, widget: tuple[str, Any] | None = None
+) -> None:
+    """Store the widget submessage of a new message: the `widget` given with it (widgets.check_widget_content),
+    else the one its content's command starts (else nothing)."""
+    found = widget if widget is not None else get_widget_data(content)
     if found is not None:
         widget_type, extra_data = found
         _insert(tx, message_id, sender_id, WIDGET, json.dumps({"widget_type": widget_type, "extra_data": extra_data}))

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from storage.model.errors import ApiError
 
 WIDGET_TYPES = ("poll", "todo")
@@ -135,3 +137,55 @@ def validate_todo_data(data: Any, is_widget_author: bool) -> None:
 
 
 VALIDATORS: dict[str, Callable[[Any, bool], None]] = {"poll": validate_poll_data, "todo": validate_todo_data}
+
+
+# -- widget_content: a widget given with the message (Zulip's bots send zform buttons this way) ------------
+
+
+def _list_of_choices(name: str, value: Any) -> None:
+    if not isinstance(value, list):
+        raise ApiError(f"{name} is not a list")
+    for index, choice in enumerate(value):
+        _keys(f"{name}[{index}]", choice, [("short_name", _string), ("long_name", _string), ("reply", _string)])
+
+
+def _keys(name: str, data: Any, keys: list[tuple[str, Check]]) -> None:
+    """Zulip's check_dict: a dict with each key present and valid, in order (other keys allowed)."""
+    if not isinstance(data, dict):
+        raise ApiError(f"{name} is not a dict")
+    for key, check in keys:
+        if key not in data:
+            raise ApiError(f"{key} key is missing from {name}")
+        check(f'{name}["{key}"]', data[key])
+
+
+def _check_widget_content(widget: Any) -> None:
+    """Zulip's check_widget_content: only zform "choices" widgets may be given this way."""
+    if not isinstance(widget, dict):
+        raise ApiError("widget_content is not a dict")
+    for key in ("widget_type", "extra_data"):
+        if key not in widget:
+            raise ApiError(f"{key} is not in widget_content")
+    widget_type, extra_data = widget["widget_type"], widget["extra_data"]
+    if not isinstance(extra_data, dict):
+        raise ApiError("extra_data is not a dict")
+    if widget_type != "zform":
+        raise ApiError(f"unknown widget type: {widget_type}")
+    if "type" not in extra_data:
+        raise ApiError("zform is missing type field")
+    if extra_data["type"] != "choices":
+        raise ApiError(f"unknown zform type: {extra_data['type']}")
+    _keys("extra_data", extra_data, [("heading", _string), ("choices", _list_of_choices)])
+
+
+def check_widget_content(raw: str) -> tuple[str, Any]:
+    """Return (widget type, extra data) of a send's `widget_content` JSON; raise Zulip's "Widgets: ..." errors."""
+    try:
+        widget = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        raise ApiError("Widgets: API programmer sent invalid JSON content") from None
+    try:
+        _check_widget_content(widget)
+    except ApiError as error:
+        raise ApiError(f"Widgets: {error.msg}") from None
+    return widget["widget_type"], widget["extra_data"]

@@ -26,6 +26,7 @@ class SendMessage(msgspec.Struct, kw_only=True):
     # The sender's event queue gets `local_message_id` = local_id with the message event (local echo).
     queue_id: str | None = None
     local_id: str | None = None
+    widget_content: str | None = None  # JSON text, checked by storage/messages/widgets.py
 
 
 SEND_MESSAGE = Params(SendMessage, aliases={"subject": "topic"})
@@ -46,6 +47,7 @@ class MessagesHandler(BaseHandler):
         request = SendRequest(
             type=p.type, to=decode_to(p.to), content=p.content, topic=p.topic,
             read_by_sender=p.read_by_sender, client=self.client_name(), queue_id=p.queue_id, local_id=p.local_id,
+            widget_content=p.widget_content,
         )  # fmt: skip
         # Group commit: sends arriving together share a transaction; answered once it committed.
         message_id = await self.server.writes.write(send_message, self.user, request)

@@ -10,7 +10,7 @@ from storage.cache.directory import directory
 from tests.support.channel_helpers import make_channel
 from tests.support.events_helpers import events_now, of_type, register
 from tests.support.helpers import assert_error, assert_success
-from tests.support.send_helpers import count_rows, message_events, send_direct_ok, send_ok
+from tests.support.send_helpers import count_rows, message_events, send, send_direct_ok, send_ok
 
 INVALID_MESSAGE = "Invalid message(s)"
 CANNOT_ATTACH = "You cannot attach a submessage to this message."
@@ -82,6 +82,24 @@ def test_other_messages_have_no_submessages(live, voter):
     message_id = send_ok(live.owner, "general", "a /poll in the middle")
     assert fetch(voter, message_id)["submessages"] == []
     assert count_rows(live, "submessages") == 0
+
+
+def test_a_send_may_give_its_own_widget(live, voter):
+    """widget_content (zform buttons, as Zulip's bots send them) takes the place of the content's command."""
+    zform = {"type": "choices", "heading": "Pick", "choices": [{"short_name": "A", "long_name": "Ant", "reply": "a"}]}
+    widget = json.dumps({"widget_type": "zform", "extra_data": zform})
+    message_id = send_ok(voter, "general", "/poll ignored", widget_content=widget)
+    [submessage] = fetch(live.owner, message_id)["submessages"]
+    assert json.loads(submessage["content"]) == {"widget_type": "zform", "extra_data": zform}
+
+
+def test_bad_widget_content_sends_nothing(live, voter):
+    before = count_rows(live, "messages")
+    invalid = "Widgets: API programmer sent invalid JSON content"
+    assert_error(send(voter, "general", "hi", widget_content="{{{"), invalid)
+    bogus = json.dumps({"color": "red"})
+    assert_error(send(voter, "general", "hi", widget_content=bogus), "Widgets: widget_type is not in widget_content")
+    assert count_rows(live, "messages") == before and count_rows(live, "submessages") == 0
 
 
 # -- POST /submessage ------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from storage.messages.widgets import get_widget_data, validate_poll_data, validate_todo_data
+from storage.messages.widgets import check_widget_content, get_widget_data, validate_poll_data, validate_todo_data
 from storage.model.errors import ApiError
 
 # -- the widget a message starts -------------------------------------------------------------------
@@ -139,3 +141,46 @@ def test_only_the_author_changes_the_title():
     assert todo_error({"type": "new_task_list_title", "title": "Mine"}, author=False) == (
         "You can't edit the task list title unless you are the author."
     )
+
+
+# -- widget_content (a send's own widget) -----------------------------------------------------------
+
+ZFORM = {"type": "choices", "heading": "Pick", "choices": [{"short_name": "A", "long_name": "Apple", "reply": "a"}]}
+
+
+def zform(**changes):
+    return {"widget_type": "zform", "extra_data": {**ZFORM, **changes}}
+
+
+def widget_error(raw):
+    with pytest.raises(ApiError) as error:
+        check_widget_content(raw)
+    assert error.value.code == "BAD_REQUEST" and error.value.status == 400
+    return error.value.msg
+
+
+def test_zform_choices_are_accepted():
+    assert check_widget_content(json.dumps({"widget_type": "zform", "extra_data": ZFORM})) == ("zform", ZFORM)
+
+
+@pytest.mark.parametrize(
+    ("widget", "msg"),
+    [
+        ("{{{{{{", "Widgets: API programmer sent invalid JSON content"),
+        ("NaN", "Widgets: API programmer sent invalid JSON content"),
+        ("[]", "Widgets: widget_content is not a dict"),
+        ({"color": "red", "foo": "bar", "x": 2}, "Widgets: widget_type is not in widget_content"),
+        ({"widget_type": "zform"}, "Widgets: extra_data is not in widget_content"),
+        ({"widget_type": "zform", "extra_data": []}, "Widgets: extra_data is not a dict"),
+        ({"widget_type": "poll", "extra_data": {}}, "Widgets: unknown widget type: poll"),
+        ({"widget_type": "zform", "extra_data": {}}, "Widgets: zform is missing type field"),
+        ({"widget_type": "zform", "extra_data": {"type": "form"}}, "Widgets: unknown zform type: form"),
+        (zform(heading=1), 'Widgets: extra_data["heading"] is not a string'),
+        (zform(choices={}), 'Widgets: extra_data["choices"] is not a list'),
+        (zform(choices=[{"long_name": "x", "reply": "y"}]),
+         'Widgets: short_name key is missing from extra_data["choices"][0]'),
+        (zform(choices=["A"]), 'Widgets: extra_data["choices"][0] is not a dict'),
+    ],
+)  # fmt: skip
+def test_invalid_widget_content(widget, msg):
+    assert widget_error(widget if isinstance(widget, str) else json.dumps(widget)) == msg
