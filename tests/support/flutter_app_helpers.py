@@ -125,6 +125,16 @@ def reaction_events(town) -> list[tuple[str, Any]]:
     return [("reaction", "add"), ("reaction", "remove")]
 
 
+def submessage_events(town) -> list[tuple[str, Any]]:
+    """A poll (its message carries the widget submessage the app's Poll reads), a vote and a new option
+    as the app sends them (lib/model/submessage.dart: PollVoteEventSubmessage, PollNewOptionEventSubmessage)."""
+    poll = send(town.owner, town.channel_id, content="/poll Soup?\nyes\nno")
+    for data in ({"type": "vote", "key": "canned,0", "vote": 1}, {"type": "new_option", "idx": 1, "option": "maybe"}):
+        submessage = {"message_id": poll, "msg_type": "widget", "content": json.dumps(data)}
+        assert_success(town.bob.post("/submessage", submessage))
+    return [("message", None), ("submessage", None)]
+
+
 def typing_events(town) -> list[tuple[str, Any]]:
     for op in ("start", "stop"):
         assert_success(town.owner.post("/typing", {"op": op, "type": "direct", "to": [town.alice.id]}))
@@ -308,6 +318,7 @@ SCENARIOS: dict[str, Callable[[Any], list[tuple[str, Any]]]] = {
     "update_message": update_message_events,
     "delete_message": delete_message_events,
     "reaction": reaction_events,
+    "submessage": submessage_events,
     "typing": typing_events,
     "presence": presence_events,
     "subscription": subscription_events,
