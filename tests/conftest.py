@@ -21,6 +21,14 @@ def live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     server.stop()
 
 
+@pytest.fixture
+def gravatar_live(tmp_path) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
+    """A fresh server like `live`, started with --enable-gravatar (avatars of users without an upload are Gravatars)."""
+    server = LiveServer(data_dir_for(tmp_path), enable_gravatar=True)
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module")
 def shared_live(tmp_path_factory) -> Iterator[LiveServer]:  # type: ignore[no-untyped-def]
     """One server for every test of a module, on what the module's own (autouse) fixture puts in it:

@@ -12,7 +12,7 @@ import tornado.web
 
 from tornchat.base import NotFoundHandler
 from tornchat.direct_get import Dispatch, Serve
-from tornchat.handlers import messages, realm_emoji, uploads, web
+from tornchat.handlers import avatars, messages, realm_emoji, server_files, uploads, web
 from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, HTTPServer, log_access
 from tornchat.openapi import served_document
 from tornchat.routes import API, ROUTES
@@ -62,6 +62,12 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
+    handlers += [(path, handler, {"server": server_state}) for path, handler in avatars.SITE_ROUTES]
+    # Before the web client's /static/(.*): the files Zulip serves under /static/ (tornchat/handlers/server_files.py).
+    handlers += [
+        (path, server_files.ServerFileHandler, {"server": server_state, "build": build, "content_type": kind})
+        for path, build, kind in server_files.FILES
+    ]
     handlers += web.routes(server_state)  # the web client at / and /static/
     return Application(
         handlers,

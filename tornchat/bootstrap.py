@@ -36,6 +36,7 @@ def bootstrap(settings: Settings, owner_email: str, owner_password: str | None) 
                 settings.realm_name or DEFAULT_REALM_NAME,
                 settings.site_url,
                 settings.email_host or settings.site_hostname,
+                settings.enable_gravatar,
             )
             return users.create_user(
                 tx,
@@ -70,7 +71,8 @@ def open_private(path: str) -> TextIO:
 
 
 def apply_settings(settings: Settings) -> None:
-    """Bring the stored realm in line with explicitly given settings (name, URL, email host)."""
+    """Bring the stored realm in line with explicitly given settings (name, URL, email host), and with the
+    Gravatar switch, which is always given (its default is off)."""
     db = Database(settings.database_path)
     try:
         db.write(
@@ -78,6 +80,7 @@ def apply_settings(settings: Settings) -> None:
             name=settings.realm_name,
             url=settings.site,
             email_host=settings.email_host,
+            enable_gravatar=settings.enable_gravatar,
         )
     finally:
         db.close()

@@ -52,6 +52,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "realm_name",
             "email_host",
             "site",
+            "enable_gravatar",
             "push_bouncer_url",
             "max_body_size",
             "trusted_proxy",
@@ -93,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default 9991)")
     serve.add_argument(
         "--site", help="public URL of the server written to zuliprc (default http://HOST:PORT, https with TLS)"
+    )
+    serve.add_argument(
+        "--enable-gravatar",
+        dest="enable_gravatar",
+        action="store_true",
+        default=None,
+        help="avatars of users who uploaded none come from gravatar.com (default: drawn by the server)",
     )
     serve.add_argument(
         "--push-bouncer-url",

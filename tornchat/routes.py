@@ -11,6 +11,7 @@ import tornado.web
 from tornchat.base import ID
 from tornchat.handlers import (
     alert_words,
+    avatars,
     channel_folders,
     channels,
     devices,
@@ -87,5 +88,6 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *muted_users.ROUTES,
     *read_receipts.ROUTES,
     *message_reports.ROUTES,
+    *avatars.ROUTES,
     *topics.ROUTES,
 ]

@@ -43,6 +43,9 @@ class Settings(msgspec.Struct, kw_only=True):
     email_host: str | None = None  # None: keep the stored host (bootstrap uses the site's host)
     site: str | None = None  # None: http://{host}:{port}, https:// with TLS
     web_public_channels: bool = True  # the server-wide switch for web-public channels
+    # Zulip's ENABLE_GRAVATAR: avatars of users who uploaded none come from Gravatar (an outside service,
+    # told of every viewer's address) instead of the default the server draws. Off: no request leaves.
+    enable_gravatar: bool = False
     # Zulip's mobile push notification service (its push bouncer), all three or none: its URL
     # (https://push.zulipchat.com) and this server's registration there, the organization id (a
     # UUID) and key that `tornchat register-push-bouncer` creates and keeps in DATA_DIR/push-bouncer.json.
@@ -120,6 +123,7 @@ ENVIRONMENT = {
     "email_host": "TORNCHAT_EMAIL_HOST",
     "site": "TORNCHAT_SITE",
     "web_public_channels": "TORNCHAT_WEB_PUBLIC_CHANNELS",
+    "enable_gravatar": "TORNCHAT_ENABLE_GRAVATAR",
     "push_bouncer_url": "TORNCHAT_PUSH_BOUNCER_URL",
     "zulip_org_id": "TORNCHAT_ZULIP_ORG_ID",
     "zulip_org_key": "TORNCHAT_ZULIP_ORG_KEY",

@@ -10,7 +10,6 @@ which are readers of their own (message_cache.py, flag_cache.py).
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 from typing import Any
@@ -21,7 +20,7 @@ from storage.cache.flag_cache import FlagCache
 from storage.cache.journal import ChangeJournal, journal
 from storage.cache.message_cache import MessageCache
 from storage.db.tx import Tx
-from storage.model import recipients
+from storage.model import avatars, recipients
 from storage.model.channel import CHANNEL_COLUMNS, UNREADABLE_CHANNELS_SQL, Channel, get_channel_by_id
 from storage.model.realm import Realm, get_realm
 from storage.model.user import EVERYONE, USER_COLUMNS, User
@@ -152,12 +151,12 @@ class Directory:
             user = self.user(user_id)
             assert user is not None, user_id
             shown = user.is_bot or user.email_address_visibility == EVERYONE
-            digest = hashlib.md5(user.delivery_email.lower().encode(), usedforsecurity=False).hexdigest()
+            realm = self.realm()
             found = Sender(
                 user.full_name,
-                user.delivery_email if shown else f"user{user.id}@{self.realm().email_host}",
-                f"https://secure.gravatar.com/avatar/{digest}?v={user.avatar_version}",
-                user.email_address_visibility == EVERYONE and user.avatar_source == "G",
+                user.delivery_email if shown else f"user{user.id}@{realm.email_host}",
+                avatars.avatar_url(user, realm),
+                user.email_address_visibility == EVERYONE and avatars.uses_gravatar(user, realm),
             )
             keeps = self.journal.keeps
             if keeps("users", user_id) and keeps("senders", user_id) and keeps("realm", 0):

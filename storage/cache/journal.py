@@ -38,7 +38,7 @@ R = TypeVar("R")
 
 # The users columns a message object shows (through a Sender): only their changes drop encoded messages.
 SENDER_COLUMNS = ["full_name", "delivery_email", "is_bot", "email_address_visibility", "avatar_source",
-                  "avatar_version"]  # fmt: skip
+                  "avatar_version", "avatar_file"]  # fmt: skip
 # The users columns a User holds: last_active and the password hash are not among them.
 USER_COLUMNS = [field for field in User.__struct_fields__ if field != "id"]
 # (kind, table, key column or "0" for the whole kind, columns whose update matters or None for any).

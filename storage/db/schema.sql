@@ -246,7 +246,7 @@ CREATE TABLE realm (
     can_manage_all_groups INTEGER REFERENCES user_groups (id),
     can_set_delete_message_policy_group INTEGER REFERENCES user_groups (id),
     can_set_topics_policy_group INTEGER REFERENCES user_groups (id)
-, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800, enable_read_receipts INTEGER NOT NULL DEFAULT 1, moderation_request_channel_id INTEGER REFERENCES channels (id), uuid TEXT, uuid_owner_secret TEXT);
+, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800, enable_read_receipts INTEGER NOT NULL DEFAULT 1, moderation_request_channel_id INTEGER REFERENCES channels (id), enable_gravatar INTEGER NOT NULL DEFAULT 0, uuid TEXT, uuid_owner_secret TEXT);
 
 CREATE TABLE "realm_emoji" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -403,7 +403,7 @@ CREATE TABLE "users" (
     can_change_user_emails INTEGER NOT NULL DEFAULT 0,
     enable_drafts_synchronization INTEGER NOT NULL DEFAULT 1,
     last_active INTEGER                  -- unix seconds of the last authenticated request
-);
+, avatar_file TEXT);
 
 CREATE UNIQUE INDEX alert_words_by_user ON alert_words (user_id, word_key);
 

@@ -25,7 +25,7 @@ from storage.messages.attachments import claim_attachments
 from storage.messages.message_render import render_message
 from storage.messages.submessages import create_widget_submessage
 from storage.messages.widgets import check_widget_content
-from storage.model import flags, recipients
+from storage.model import avatars, flags, recipients
 from storage.model.channel import Channel, get_channel_by_id, get_channel_by_name
 from storage.model.errors import ApiError
 from storage.model.message import Destination, Rendered
@@ -348,7 +348,7 @@ def publish_message(tx: Tx, message_id: int, bits: dict[int, int], *, local: dic
         RAW_CONTENT: row["content"],
         SENDER_INFO: {
             "user_id": sender.id, "visibility": sender.email_address_visibility, "is_bot": sender.is_bot,
-            "gravatar": sender.avatar_source == "G",
+            "gravatar": avatars.uses_gravatar(sender, get_realm(tx)),
         },
         PUBLIC_CHANNEL: row["invite_only"] is not None and not row["invite_only"],
     }  # fmt: skip

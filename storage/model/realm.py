@@ -26,13 +26,14 @@ class Realm(msgspec.Struct, frozen=True):
     enable_spectator_access: bool
     uuid: str  # the organization's identity at the push bouncer (migration 0020)
     uuid_owner_secret: str
+    enable_gravatar: bool  # the server's switch (tornchat/settings.py), written at every start
 
 
 def get_realm(tx: Tx) -> Realm:
     """Return the realm; raise LookupError if the database was never initialised."""
     row = tx.one(
         "SELECT name, url, email_host, date_created, default_email_address_visibility,"
-        " enable_spectator_access, uuid, uuid_owner_secret FROM realm"
+        " enable_spectator_access, uuid, uuid_owner_secret, enable_gravatar FROM realm"
     )
     if row is None:
         raise LookupError("the database holds no realm: run `tornchat init` first")
@@ -45,4 +46,5 @@ def get_realm(tx: Tx) -> Realm:
         bool(row["enable_spectator_access"]),
         row["uuid"],
         row["uuid_owner_secret"],
+        bool(row["enable_gravatar"]),
     )

@@ -28,6 +28,7 @@ class User(msgspec.Struct, frozen=True):
     date_joined: int
     avatar_source: str
     avatar_version: int
+    avatar_file: str | None  # the uploaded avatar's files (storage/model/avatars.py), None without one
     email_address_visibility: int
     is_imported_stub: bool
     can_create_users: bool

@@ -30,12 +30,20 @@ def realm_exists(tx: Tx) -> bool:
     return tx.one("SELECT 1 FROM realm") is not None
 
 
-def create_realm(tx: Tx, name: str, url: str, email_host: str) -> None:
+def create_realm(tx: Tx, name: str, url: str, email_host: str, enable_gravatar: bool = False) -> None:
     """Create the realm and its eight system groups with the realm's group-setting defaults."""
     tx.execute(
-        "INSERT INTO realm (id, name, url, email_host, date_created, uuid, uuid_owner_secret)"
-        " VALUES (1, ?, ?, ?, ?, ?, ?)",
-        (name, url, email_host, tx.timestamp, str(uuid.uuid4()), "zuliprealm_" + secrets.token_hex(24)),
+        "INSERT INTO realm (id, name, url, email_host, date_created, uuid, uuid_owner_secret, enable_gravatar)"
+        " VALUES (1, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            name,
+            url,
+            email_host,
+            tx.timestamp,
+            str(uuid.uuid4()),
+            "zuliprealm_" + secrets.token_hex(24),
+            enable_gravatar,
+        ),  # fmt: skip
     )
     ids = groups.create_system_groups(tx)
     for setting, group_name in REALM_GROUP_DEFAULTS.items():
@@ -49,8 +57,16 @@ def realm_group(tx: Tx, setting: str) -> int:
     return int(tx.value(f"SELECT {setting} FROM realm"))
 
 
-def update_realm(tx: Tx, name: str | None = None, url: str | None = None, email_host: str | None = None) -> None:
-    """Change the realm's name, URL or dummy-email host (server settings given at start)."""
-    for column, value in (("name", name), ("url", url), ("email_host", email_host)):
+def update_realm(
+    tx: Tx,
+    name: str | None = None,
+    url: str | None = None,
+    email_host: str | None = None,
+    enable_gravatar: bool | None = None,
+) -> None:
+    """Change the realm's name, URL, dummy-email host or Gravatar switch (server settings given at start)."""
+    changes = (("name", name), ("url", url), ("email_host", email_host), ("enable_gravatar", enable_gravatar))
+    for column, value in changes:
         if value is not None:
-            tx.execute(f"UPDATE realm SET {column} = ?", (value,))
+            # Only a change is written: a write to the realm drops every encoded message (storage/cache/).
+            tx.execute(f"UPDATE realm SET {column} = ? WHERE {column} IS NOT ?", (value, value))

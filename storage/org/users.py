@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import hashlib
 import hmac
 import re
 from typing import Any
@@ -13,6 +12,7 @@ import msgspec
 
 from storage.cache.directory import directory
 from storage.db.tx import Tx
+from storage.model import avatars
 from storage.model.errors import ApiError, insufficient_permission, must_be_admin, no_such_user
 from storage.model.realm import MAX_NAME_LENGTH, Realm, get_realm
 from storage.model.roles import ROLE_ADMINISTRATOR, ROLE_GUEST, ROLE_MODERATOR, ROLE_OWNER, ROLES
@@ -76,18 +76,12 @@ def can_see_delivery_email(viewer: User | None, user: User) -> bool:
     return user.email_address_visibility in VISIBLE_TO_ROLE[viewer.role]
 
 
-def avatar_url(user: User) -> str:
-    """Return the gravatar URL of a user: md5 of the lower-cased email, versioned."""
-    return _gravatar_url(user.delivery_email, user.avatar_version)
+def avatar_url(user: User, realm: Realm, medium: bool = False) -> str:
+    """Return the URL of a user's avatar: uploaded, Gravatar or the generated default (storage/model/avatars.py)."""
+    return avatars.avatar_url(user, realm, medium)
 
 
 # Pure functions run for every user of every POST /register and GET /users: cached (bounded).
-@functools.lru_cache(maxsize=16384)
-def _gravatar_url(email: str, version: int) -> str:
-    digest = hashlib.md5(email.lower().encode(), usedforsecurity=False).hexdigest()
-    return f"https://secure.gravatar.com/avatar/{digest}?v={version}"
-
-
 @functools.lru_cache(maxsize=16384)
 def iso_minutes(timestamp: int) -> str:
     moment = datetime.datetime.fromtimestamp(timestamp, datetime.UTC)
@@ -118,7 +112,10 @@ def user_object(
         "date_joined": iso_minutes(user.date_joined),
         "delivery_email": user.delivery_email if email_visible else None,
         "is_imported_stub": user.is_imported_stub,
-        "avatar_url": None if client_gravatar and email_visible and user.avatar_source == "G" else avatar_url(user),
+        # Null only where the client can compute it: a Gravatar (the server's switch on) of an email it sees.
+        "avatar_url": None
+        if client_gravatar and email_visible and avatars.uses_gravatar(user, realm)
+        else avatars.avatar_url(user, realm),
         "bot_type": user.bot_type,
         "bot_owner_id": user.bot_owner_id,
     }

@@ -1,12 +1,11 @@
 """POST /register's `realm` state beyond the basic limits: settings the server keeps and the honest
-values of features it does not have (no logo upload, video calls, invitations, email, billing, GIFs).
+values of features it does not have (no icon or logo upload, video calls, invitations, email, billing, GIFs).
 
 Each value is either read from the realm row (enforced elsewhere) or states what this server does.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from storage.db.tx import Tx
@@ -14,24 +13,26 @@ from storage.media.thumbnail_formats import server_thumbnail_formats
 from storage.messages import typing_notifications as typing
 from storage.messages.message_reports import report_types
 from storage.model.realm import Realm
-from storage.org import passwords, presence, profile_fields, realm_settings, users
+from storage.org import passwords, presence, profile_fields, realm_settings, user_avatars, users
 from storage.org.external_accounts import default_external_accounts
 
 PLAN_TYPE_SELF_HOSTED = 1
 ORG_TYPE_UNSPECIFIED = 0
 VIDEO_CHAT_DISABLED = 0
-# Zulip's avatar size limit; avatars here come from Gravatar only (no upload endpoint).
-MAX_AVATAR_FILE_SIZE_MIB = 5
 NO_CHANNEL = -1  # announcement channels: none is configured
 # Zulip's WILDCARD_MENTION_POLICY_EVERYONE: anyone may use @all, @channel and @topic, which is what this
 # server does (it has no can_mention_many_users_group to restrict them).
 WILDCARD_MENTION_POLICY_EVERYONE = 1
 
 
+# The server's own files (tornchat/handlers/server_files.py), where Zulip serves them.
+REALM_ICON_PATH = "/static/images/logo/zulip-icon-128x128.png"
+EMOJI_DATA_PATH = "/static/generated/emoji/emoji_api.json"
+
+
 def realm_icon_url(realm: Realm) -> str:
-    """Zulip's icon of a realm without an uploaded one: the Gravatar identicon of its URL."""
-    digest = hashlib.md5(realm.url.lower().encode(), usedforsecurity=False).hexdigest()
-    return f"https://secure.gravatar.com/avatar/{digest}?d=identicon&version=1"
+    """The icon of a realm without an uploaded one: the server's default icon (no Gravatar identicon)."""
+    return realm.url + REALM_ICON_PATH
 
 
 def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any]:
@@ -59,6 +60,8 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "realm_mandatory_topics": row["topics_policy"] == "disable_empty_topic",
         "realm_emails_restricted_to_domains": False,
         "realm_icon_url": icon, "realm_icon_source": "G",
+        # Absolute: zulip-flutter fetches it as it is (fetchServerEmojiData), without the realm's URL.
+        "server_emoji_data_url": realm.url + EMOJI_DATA_PATH,
         # No logo upload: clients get the icon, marked as the default ("D").
         "realm_logo_url": icon, "realm_logo_source": "D", "realm_night_logo_url": icon, "realm_night_logo_source": "D",
         "realm_available_video_chat_providers": {"disabled": {"name": "None", "id": VIDEO_CHAT_DISABLED}},
@@ -68,8 +71,8 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "realm_push_notifications_enabled_end_timestamp": None,
         "realm_plan_type": PLAN_TYPE_SELF_HOSTED, "realm_org_type": ORG_TYPE_UNSPECIFIED,
         "realm_upload_quota_mib": None,  # no realm-wide quota (uploads have a per-user one)
-        "max_avatar_file_size_mib": MAX_AVATAR_FILE_SIZE_MIB,
-        "realm_avatar_changes_disabled": True, "server_avatar_changes_disabled": True,
+        "max_avatar_file_size_mib": user_avatars.MAX_AVATAR_FILE_SIZE_MIB,
+        "realm_avatar_changes_disabled": False, "server_avatar_changes_disabled": False,
         "realm_name_changes_disabled": False, "server_name_changes_disabled": False,
         "realm_email_changes_disabled": True,  # PATCH /settings does not change emails
         "realm_invite_required": True,  # no self sign-up: administrators create accounts

@@ -14,8 +14,6 @@ from storage.org.realm import realm_group
 
 # Zulip's RECENT_CONVERSATIONS_LIMIT: the newest direct messages recent_private_conversations looks at.
 RECENT_CONVERSATIONS_LIMIT = 1000
-# Zulip's medium avatar size, asked of Gravatar.
-MEDIUM_AVATAR_SIZE = 500
 
 
 def _in_group(tx: Tx, user: User, setting: str) -> bool:
@@ -24,7 +22,7 @@ def _in_group(tx: Tx, user: User, setting: str) -> bool:
 
 def own_user_state(tx: Tx, user: User, realm: Realm) -> dict[str, Any]:
     """The realm_user block about the requester: identity, role, avatar and what the realm lets them do."""
-    avatar = users.avatar_url(user)  # the own avatar is always given (Zulip forces client_gravatar off)
+    # The own avatar is always given (Zulip forces client_gravatar off).
     public = _in_group(tx, user, "can_create_public_channel_group")
     private = _in_group(tx, user, "can_create_private_channel_group")
     return {
@@ -37,8 +35,8 @@ def own_user_state(tx: Tx, user: User, realm: Realm) -> dict[str, Any]:
         "is_moderator": user.is_moderator,
         "is_guest": user.is_guest,
         "avatar_source": user.avatar_source,
-        "avatar_url": avatar,
-        "avatar_url_medium": f"{avatar}&s={MEDIUM_AVATAR_SIZE}",
+        "avatar_url": users.avatar_url(user, realm),
+        "avatar_url_medium": users.avatar_url(user, realm, medium=True),
         "can_create_public_streams": public,
         "can_create_private_streams": private,
         "can_create_web_public_streams": _in_group(tx, user, "can_create_web_public_channel_group"),
@@ -66,7 +64,7 @@ def realm_bots(tx: Tx, user: User, realm: Realm) -> list[dict[str, Any]]:
     for bot in users.list_users(tx, rows):
         result.append({
             "user_id": bot.id, "email": bot.delivery_email, "full_name": bot.full_name, "bot_type": bot.bot_type,
-            "is_active": bot.is_active, "api_key": bot.api_key, "avatar_url": users.avatar_url(bot),
+            "is_active": bot.is_active, "api_key": bot.api_key, "avatar_url": users.avatar_url(bot, realm),
             "owner_id": bot.bot_owner_id, "default_sending_stream": None, "default_events_register_stream": None,
             "default_all_public_streams": False, "services": [],
         })  # fmt: skip

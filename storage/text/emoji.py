@@ -59,6 +59,19 @@ def _load() -> tuple[dict[str, str], dict[str, str], frozenset[str]]:
 
 
 NAME_TO_CODE, CODE_TO_NAME, _TEXT_PRESENTATION = _load()
+
+
+def server_emoji_data() -> bytes:
+    """The file POST /register's server_emoji_data_url names: {"code_to_names": {code: [canonical, *aliases]}}.
+
+    Zulip's emoji_api.json, the shape zulip-flutter decodes (ServerEmojiData): the canonical name first.
+    """
+    with open(DATA_FILE, encoding="utf-8") as data_file:
+        data = json.load(data_file)
+    code_to_names = {code: [canonical, *aliases] for code, canonical, aliases in data["emoji"]}
+    return json.dumps({"code_to_names": code_to_names}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 _MAX_PARTS = max(code.count("-") + 1 for code in CODE_TO_NAME)
 
 

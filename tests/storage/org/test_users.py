@@ -241,16 +241,27 @@ def test_users_always_see_their_own_email(live):
     assert (user["email"], user["delivery_email"]) == (dummy(member.id), "me@example.com")
 
 
-def test_client_gravatar_hides_avatar_url_only_when_email_visible(live):
+def test_client_gravatar_hides_avatar_url_only_when_email_visible(gravatar_live):
+    live = gravatar_live
     visible = live.make_user()
     hidden = live.make_user()
     set_visibility(live, hidden.id, NOBODY)
     member = live.make_user()
     assert get_user(member, visible.email)["avatar_url"] is None
     assert get_user(member, visible.email, {"client_gravatar": True})["avatar_url"] is None
-    assert get_user(member, dummy(hidden.id))["avatar_url"].startswith("https://")
+    assert get_user(member, dummy(hidden.id))["avatar_url"].startswith("https://secure.gravatar.com/avatar/")
     url = get_user(member, visible.email, {"client_gravatar": False})["avatar_url"]
-    assert url.startswith("https://") and url.endswith("?v=1")
+    assert url.startswith("https://secure.gravatar.com/avatar/") and url.endswith("?v=1")
+
+
+def test_without_gravatar_every_avatar_url_is_served_here(live):
+    """Gravatar off (the default): nothing for a client to compute, so client_gravatar never nulls a URL."""
+    visible = live.make_user()
+    member = live.make_user()
+    for params in ({}, {"client_gravatar": True}, {"client_gravatar": False}):
+        assert get_user(member, visible.email, params)["avatar_url"] == f"/user_avatars/default/{visible.id}.png?v=1"
+    members = assert_success(member.get("/users", {"client_gravatar": True}))["members"]
+    assert all(m["avatar_url"] == f"/user_avatars/default/{m['user_id']}.png?v=1" for m in members)
 
 
 def test_include_custom_profile_fields(live):
@@ -344,7 +355,7 @@ def test_own_user_is_flat_with_every_field(live):
     assert (body["user_id"], body["full_name"], body["role"]) == (member.id, "Me", 400)
     assert (body["email"], body["delivery_email"]) == (dummy(member.id), "me@example.com")
     assert (body["max_message_id"], body["profile_data"], body["is_active"]) == (-1, {}, True)
-    assert body["avatar_url"].startswith("https://") and body["avatar_url"].endswith("?v=1")
+    assert body["avatar_url"] == f"/user_avatars/default/{member.id}.png?v=1"
 
 
 def test_own_user_of_owner(live):

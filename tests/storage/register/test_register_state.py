@@ -156,7 +156,8 @@ def test_own_user_block(live):
         "is_guest": False,
     }  # fmt: skip
     assert body["email"] == moderator.email and body["delivery_email"] == live.user(moderator.id).delivery_email
-    assert body["avatar_url"].startswith("https://secure.gravatar.com/avatar/")
+    assert body["avatar_url"] == f"/user_avatars/default/{moderator.id}.png?v=1"
+    assert body["avatar_url_medium"] == f"/user_avatars/default/{moderator.id}-medium.png?v=1"
     assert body["can_create_public_streams"] is True and body["can_create_web_public_streams"] is False
     assert body["can_invite_others_to_realm"] is False
     assert moderator.id in {u["user_id"] for u in body["realm_users"]}, "realm_users includes the requester"

@@ -122,13 +122,24 @@ def test_apply_markdown_false_gives_the_raw_content(live):
     assert message_event(live.owner, html, message_id)["message"]["content"] == "<p><strong>bold</strong></p>"
 
 
-def test_client_gravatar_false_always_gives_an_avatar_url(live):
+def test_client_gravatar_false_always_gives_an_avatar_url(gravatar_live):
+    live = gravatar_live
     queue_id = register(live.owner, client_gravatar=False)["queue_id"]
     message = message_event(live.owner, queue_id, send_direct(live.owner, [live.owner.id]))["message"]
     assert message["avatar_url"].startswith("https://secure.gravatar.com/avatar/")
 
 
-def test_client_gravatar_leaves_the_gravatar_to_the_client(live):
+def test_without_gravatar_client_gravatar_gets_the_served_avatar(live):
+    """Gravatar off (the default): nothing for the client to compute, whatever it asked."""
+    alice = live.make_user()
+    set_visibility(live, alice.id, users.EVERYONE)
+    queue_id = register(live.owner, client_gravatar=True)["queue_id"]
+    message = message_event(live.owner, queue_id, send_direct(alice, [live.owner.id]))["message"]
+    assert message["avatar_url"] == f"/user_avatars/default/{alice.id}.png?v=1"
+
+
+def test_client_gravatar_leaves_the_gravatar_to_the_client(gravatar_live):
+    live = gravatar_live
     alice = live.make_user()
     set_visibility(live, alice.id, users.EVERYONE)
     queue_id = register(live.owner, client_gravatar=True)["queue_id"]
@@ -136,8 +147,9 @@ def test_client_gravatar_leaves_the_gravatar_to_the_client(live):
     assert message["avatar_url"] is None
 
 
-def test_client_gravatar_keeps_the_url_of_a_hidden_email(live):
+def test_client_gravatar_keeps_the_url_of_a_hidden_email(gravatar_live):
     """A client cannot compute the gravatar of an email it may not see: it gets the URL."""
+    live = gravatar_live
     alice, bob = live.make_user(), live.make_user()
     set_visibility(live, alice.id, users.ADMINS)
     queue_id = register(bob, client_gravatar=True)["queue_id"]

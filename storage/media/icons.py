@@ -1,0 +1,59 @@
+"""The server's own pictures, drawn at first use: the default realm icon and the `:zulip:` emoji.
+
+Drawn here (shapes, no fonts, no copied art) so the server needs no image files and no internet. Each
+is a pure function of its size, kept once drawn.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+
+from PIL import Image, ImageDraw
+
+REALM_ICON_SIZE = 128  # /static/images/logo/zulip-icon-128x128.png
+EXTRA_EMOJI_SIZE = 64  # /static/generated/emoji/images/emoji/unicode/zulip.png
+BLUE = (76, 110, 245, 255)
+GREEN = (42, 157, 98, 255)
+WHITE = (255, 255, 255, 255)
+SUPERSAMPLE = 4  # drawn this much larger, then scaled down: smooth edges
+
+
+def _png(image: Image.Image, size: int) -> bytes:
+    out = io.BytesIO()
+    image.resize((size, size), Image.Resampling.LANCZOS).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+@functools.cache
+def realm_icon_png(size: int = REALM_ICON_SIZE) -> bytes:
+    """The default organization icon: a white speech bubble on a blue rounded square, size x size PNG."""
+    big = size * SUPERSAMPLE
+    image = Image.new("RGBA", (big, big), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, big - 1, big - 1), radius=big // 5, fill=BLUE)
+    u = big / 16  # a sixteenth of the side
+    draw.rounded_rectangle((3 * u, 3.5 * u, 13 * u, 10.5 * u), radius=2 * u, fill=WHITE)
+    draw.polygon([(5 * u, 10 * u), (8 * u, 10 * u), (4.5 * u, 13 * u)], fill=WHITE)  # the bubble's tail
+    for x in (5.5, 8, 10.5):  # three dots: someone is typing
+        draw.ellipse(((x - 0.8) * u, 6.2 * u, (x + 0.8) * u, 7.8 * u), fill=BLUE)
+    return _png(image, size)
+
+
+@functools.cache
+def extra_emoji_png(size: int = EXTRA_EMOJI_SIZE) -> bytes:
+    """The `:zulip:` emoji (Zulip's one extra emoji): a white Z on a green disc, size x size PNG."""
+    big = size * SUPERSAMPLE
+    image = Image.new("RGBA", (big, big), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((0, 0, big - 1, big - 1), fill=GREEN)
+    u = big / 16
+    # The Z: a top bar, a diagonal and a bottom bar, as one polygon.
+    draw.polygon(
+        [
+            (4.5 * u, 4 * u), (11.5 * u, 4 * u), (11.5 * u, 5.8 * u), (7 * u, 10.2 * u), (11.5 * u, 10.2 * u),
+            (11.5 * u, 12 * u), (4.5 * u, 12 * u), (4.5 * u, 10.2 * u), (9 * u, 5.8 * u), (4.5 * u, 5.8 * u),
+        ],
+        fill=WHITE,
+    )  # fmt: skip
+    return _png(image, size)
