@@ -12,7 +12,7 @@ import tornado.web
 
 from tornchat.base import NotFoundHandler
 from tornchat.direct_get import Dispatch, Serve
-from tornchat.handlers import avatars, messages, realm_emoji, server_files, uploads, web
+from tornchat.handlers import avatars, messages, realm_emoji, realm_images, server_files, uploads, web
 from tornchat.http_edge import HEADER_READ_LIMIT, EdgeLimits, HTTPServer, log_access
 from tornchat.openapi import served_document
 from tornchat.routes import API, ROUTES
@@ -63,6 +63,7 @@ def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in avatars.SITE_ROUTES]
+    handlers += [(path, handler, {"server": server_state}) for path, handler in realm_images.SITE_ROUTES]
     # Before the web client's /static/(.*): the files Zulip serves under /static/ (tornchat/handlers/server_files.py).
     handlers += [
         (path, server_files.ServerFileHandler, {"server": server_state, "build": build, "content_type": kind})

@@ -43,6 +43,7 @@ from tornchat.handlers import (
     user_topics,
 )
 from tornchat.handlers import realm as realm_handlers
+from tornchat.handlers import realm_images as realm_image_handlers
 from tornchat.handlers import settings as settings_handlers
 from tornchat.handlers import users as user_handlers
 from tornchat.handlers.openapi import OpenApiHandler
@@ -89,5 +90,6 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *read_receipts.ROUTES,
     *message_reports.ROUTES,
     *avatars.ROUTES,
+    *realm_image_handlers.ROUTES,
     *topics.ROUTES,
 ]

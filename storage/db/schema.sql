@@ -246,7 +246,7 @@ CREATE TABLE realm (
     can_manage_all_groups INTEGER REFERENCES user_groups (id),
     can_set_delete_message_policy_group INTEGER REFERENCES user_groups (id),
     can_set_topics_policy_group INTEGER REFERENCES user_groups (id)
-, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800, enable_read_receipts INTEGER NOT NULL DEFAULT 1, moderation_request_channel_id INTEGER REFERENCES channels (id), enable_gravatar INTEGER NOT NULL DEFAULT 0, uuid TEXT, uuid_owner_secret TEXT);
+, can_add_custom_emoji_group INTEGER REFERENCES user_groups (id), allow_message_editing INTEGER NOT NULL DEFAULT 1, message_content_edit_limit_seconds INTEGER DEFAULT 600, allow_edit_history INTEGER NOT NULL DEFAULT 1, message_content_delete_limit_seconds INTEGER, move_messages_within_stream_limit_seconds INTEGER DEFAULT 604800, move_messages_between_streams_limit_seconds INTEGER DEFAULT 604800, enable_read_receipts INTEGER NOT NULL DEFAULT 1, moderation_request_channel_id INTEGER REFERENCES channels (id), enable_gravatar INTEGER NOT NULL DEFAULT 0, icon_file TEXT, icon_version INTEGER NOT NULL DEFAULT 1, logo_file TEXT, logo_version INTEGER NOT NULL DEFAULT 1, night_logo_file TEXT, night_logo_version INTEGER NOT NULL DEFAULT 1, uuid TEXT, uuid_owner_secret TEXT);
 
 CREATE TABLE "realm_emoji" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

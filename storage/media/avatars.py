@@ -58,15 +58,22 @@ def avatar_pngs(data: bytes) -> tuple[bytes, bytes]:
 
     The first frame of an animation; turned as its EXIF orientation says; transparency kept.
     """
+    image = decoded_image(data)
+    return square_png(image, DEFAULT_SIZE), square_png(image, MEDIUM_SIZE)
+
+
+def decoded_image(data: bytes) -> Image.Image:
+    """The first frame of the image in data, decoded as RGBA and turned as its EXIF orientation says.
+
+    Raise BAD_IMAGE for what cannot be read or has more than MAX_PIXELS pixels (checked before decoding).
+    """
     image = open_image(data)
     try:
         image.seek(0)
         image.load()
-        image = ImageOps.exif_transpose(image)
-        image = image.convert("RGBA")
+        return ImageOps.exif_transpose(image).convert("RGBA")
     except (OSError, ValueError, SyntaxError, EOFError, Image.DecompressionBombError):
         raise bad_image() from None
-    return square_png(image, DEFAULT_SIZE), square_png(image, MEDIUM_SIZE)
 
 
 # -- the generated default -------------------------------------------------------------------------

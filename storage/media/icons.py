@@ -11,7 +11,11 @@ import io
 
 from PIL import Image, ImageDraw
 
+from storage.media.avatars import decoded_image, square_png
+
 REALM_ICON_SIZE = 128  # /static/images/logo/zulip-icon-128x128.png
+UPLOADED_ICON_SIZE = 100  # Zulip's DEFAULT_AVATAR_SIZE: an uploaded icon is an avatar-sized square
+LOGO_BOX = (800, 100)  # Zulip's resize_logo: within 8 x 1 avatar sizes, proportions kept
 EXTRA_EMOJI_SIZE = 64  # /static/generated/emoji/images/emoji/unicode/zulip.png
 BLUE = (76, 110, 245, 255)
 GREEN = (42, 157, 98, 255)
@@ -57,3 +61,17 @@ def extra_emoji_png(size: int = EXTRA_EMOJI_SIZE) -> bytes:
         fill=WHITE,
     )  # fmt: skip
     return _png(image, size)
+
+
+def uploaded_icon_png(data: bytes) -> bytes:
+    """An uploaded realm icon as Zulip keeps it: the centred square, 100 x 100 PNG; BAD_IMAGE as avatars."""
+    return square_png(decoded_image(data), UPLOADED_ICON_SIZE)
+
+
+def uploaded_logo_png(data: bytes) -> bytes:
+    """An uploaded realm logo as Zulip keeps it: scaled down (never up) to fit 800 x 100, as PNG."""
+    image = decoded_image(data)
+    image.thumbnail(LOGO_BOX, Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()

@@ -1,5 +1,5 @@
 """POST /register's `realm` state beyond the basic limits: settings the server keeps and the honest
-values of features it does not have (no icon or logo upload, video calls, invitations, email, billing, GIFs).
+values of features it does not have (no video calls, invitations, email, billing, GIFs).
 
 Each value is either read from the realm row (enforced elsewhere) or states what this server does.
 """
@@ -13,7 +13,7 @@ from storage.media.thumbnail_formats import server_thumbnail_formats
 from storage.messages import typing_notifications as typing
 from storage.messages.message_reports import report_types
 from storage.model.realm import Realm
-from storage.org import passwords, presence, profile_fields, realm_settings, user_avatars, users
+from storage.org import passwords, presence, profile_fields, realm_images, realm_settings, user_avatars, users
 from storage.org.external_accounts import default_external_accounts
 
 PLAN_TYPE_SELF_HOSTED = 1
@@ -25,21 +25,14 @@ NO_CHANNEL = -1  # announcement channels: none is configured
 WILDCARD_MENTION_POLICY_EVERYONE = 1
 
 
-# The server's own files (tornchat/handlers/server_files.py), where Zulip serves them.
-REALM_ICON_PATH = "/static/images/logo/zulip-icon-128x128.png"
+# The server's own file (tornchat/handlers/server_files.py), where Zulip serves it.
 EMOJI_DATA_PATH = "/static/generated/emoji/emoji_api.json"
-
-
-def realm_icon_url(realm: Realm) -> str:
-    """The icon of a realm without an uploaded one: the server's default icon (no Gravatar identicon)."""
-    return realm.url + REALM_ICON_PATH
 
 
 def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any]:
     """The realm_* keys a client reads at start, as Zulip's fetch_initial_state_data sends them."""
     row = tx.one("SELECT topics_policy FROM realm")
     assert row is not None
-    icon = realm_icon_url(realm)
     state: dict[str, Any] = realm_settings.realm_settings_state(tx)
     state.update({
         "realm_description": "",
@@ -59,11 +52,10 @@ def realm_extra_state(tx: Tx, realm: Realm, push_enabled: bool) -> dict[str, Any
         "realm_default_external_accounts": default_external_accounts(),
         "realm_mandatory_topics": row["topics_policy"] == "disable_empty_topic",
         "realm_emails_restricted_to_domains": False,
-        "realm_icon_url": icon, "realm_icon_source": "G",
+        # realm_icon_url, realm_logo_url, realm_night_logo_url and their sources.
+        **realm_images.realm_images_state(tx),
         # Absolute: zulip-flutter fetches it as it is (fetchServerEmojiData), without the realm's URL.
         "server_emoji_data_url": realm.url + EMOJI_DATA_PATH,
-        # No logo upload: clients get the icon, marked as the default ("D").
-        "realm_logo_url": icon, "realm_logo_source": "D", "realm_night_logo_url": icon, "realm_night_logo_source": "D",
         "realm_available_video_chat_providers": {"disabled": {"name": "None", "id": VIDEO_CHAT_DISABLED}},
         "realm_video_chat_provider": VIDEO_CHAT_DISABLED,
         "realm_jitsi_server_url": None, "server_jitsi_server_url": None,

@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 
 from storage.model.errors import ApiError
-from storage.org import passwords, users
+from storage.org import passwords, realm_images, users
 from tornchat import FEATURE_LEVEL, ZULIP_VERSION
 from tornchat.base import BaseHandler, check_password
 from tornchat.params import Params
@@ -49,7 +49,7 @@ class ServerSettingsHandler(BaseHandler):
                 "realm_url": realm.url,
                 "realm_uri": realm.url,
                 "realm_name": realm.name,
-                "realm_icon": f"{realm.url}/static/images/logo/zulip-icon-128x128.png",
+                "realm_icon": self.server.db.read(realm_images.realm_icon_url),
                 "realm_description": "",
                 "realm_web_public_access_enabled": realm.enable_spectator_access,
                 "max_file_upload_size_mib": self.server.settings.max_file_upload_size_mib,

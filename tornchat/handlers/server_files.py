@@ -13,10 +13,11 @@ from collections.abc import Callable
 import tornado.web
 
 from storage.media import icons
+from storage.org import realm_images
 from storage.text import emoji
 from tornchat.base import BaseHandler
 
-REALM_ICON_PATH = "/static/images/logo/zulip-icon-128x128.png"
+REALM_ICON_PATH = realm_images.DEFAULT_ICON_PATH  # /static/images/logo/zulip-icon-128x128.png
 EXTRA_EMOJI_PATH = emoji.EXTRA_EMOJI_URL  # /static/generated/emoji/images/emoji/unicode/zulip.png
 EMOJI_DATA_PATH = "/static/generated/emoji/emoji_api.json"
 # Unversioned paths whose content changes only with a new release: a day, then revalidated.

@@ -9,3 +9,13 @@ ALTER TABLE users ADD COLUMN avatar_file TEXT;
 -- Zulip's ENABLE_GRAVATAR, off here by default: a server setting (tornchat/settings.py: enable_gravatar)
 -- written at every start, kept on the realm row so that every layer reading the realm sees it.
 ALTER TABLE realm ADD COLUMN enable_gravatar INTEGER NOT NULL DEFAULT 0;
+
+-- The realm's uploaded icon, logo and night logo (POST /realm/icon, /realm/logo): like avatars, random
+-- names under uploads/realm/ (NULL: the server's default), and a version each change bumps (the URLs'
+-- ?version=, as Zulip's).
+ALTER TABLE realm ADD COLUMN icon_file TEXT;
+ALTER TABLE realm ADD COLUMN icon_version INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE realm ADD COLUMN logo_file TEXT;
+ALTER TABLE realm ADD COLUMN logo_version INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE realm ADD COLUMN night_logo_file TEXT;
+ALTER TABLE realm ADD COLUMN night_logo_version INTEGER NOT NULL DEFAULT 1;
