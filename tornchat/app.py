@@ -59,7 +59,9 @@ class Application(tornado.web.Application):
 
 def make_app(server_state: Server, **settings: Any) -> tornado.web.Application:
     """Return the Tornado application serving the API from this Server."""
-    handlers = [(API + path, handler, {"server": server_state}) for path, handler in ROUTES]
+    handlers: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
+        (API + path, handler, {"server": server_state}) for path, handler in ROUTES
+    ]
     handlers += [(path, handler, {"server": server_state}) for path, handler in realm_emoji.IMAGE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in uploads.SITE_ROUTES]
     handlers += [(path, handler, {"server": server_state}) for path, handler in avatars.SITE_ROUTES]

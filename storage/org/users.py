@@ -6,6 +6,7 @@ import datetime
 import functools
 import hmac
 import re
+import urllib.parse
 from typing import Any
 
 import msgspec
@@ -79,6 +80,11 @@ def can_see_delivery_email(viewer: User | None, user: User) -> bool:
 def avatar_url(user: User, realm: Realm, medium: bool = False) -> str:
     """Return the URL of a user's avatar: uploaded, Gravatar or the generated default (storage/model/avatars.py)."""
     return avatars.avatar_url(user, realm, medium)
+
+
+def absolute_avatar_url(user: User, realm: Realm) -> str:
+    """Return the avatar URL with the realm's URL in front (Zulip's, for push notifications: no page to resolve it)."""
+    return urllib.parse.urljoin(realm.url, avatars.avatar_url(user, realm))
 
 
 # Pure functions run for every user of every POST /register and GET /users: cached (bounded).

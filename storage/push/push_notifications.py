@@ -54,7 +54,7 @@ from storage.model.message import Destination, Rendered
 from storage.model.realm import Realm, get_realm
 from storage.model.user import User
 from storage.org import groups
-from storage.org.users import avatar_url
+from storage.org.users import absolute_avatar_url
 from storage.push import push_outbox
 from storage.push.devices import Device, device_from_row
 from storage.push.push_content import notification_text
@@ -202,7 +202,7 @@ def message_payload(realm: Realm, message: NewMessage, user_id: int, group: tupl
     payload.update(
         type="message", message_id=message.id, time=message.time, content=message.content,
         sender_id=message.sender.id, sender_full_name=message.sender.full_name,
-        sender_avatar_url=avatar_url(message.sender),
+        sender_avatar_url=absolute_avatar_url(message.sender, realm),
     )  # fmt: skip
     if group is not None:
         payload.update(mentioned_user_group_id=group[0], mentioned_user_group_name=group[1])

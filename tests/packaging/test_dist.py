@@ -36,6 +36,7 @@ from PIL import Image
 
 from tests.support.client_helpers import clients_required
 from tests.support.helpers import free_port
+from tests.support.image_helpers import image_bytes
 from tests.support.paths import REPO
 from tornchat import FEATURE_LEVEL, __version__
 
@@ -209,6 +210,26 @@ def _assert_web_client(site: str) -> None:
             assert response.read() == (Path(REPO) / "tornchat" / "web" / "static" / name).read_bytes(), name
 
 
+def _png_size(site: str, url: str) -> tuple[int, int]:
+    """The width and height of the PNG at a URL the server handed out (read from its IHDR chunk)."""
+    with urllib.request.urlopen(site + url, timeout=10) as response:
+        data = response.read()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR", data[:32]
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _assert_avatars(alice: zulip.Client, site: str, bare: Path) -> None:
+    """Pillow inside the artifact: a JPEG avatar decoded and resized, a default avatar drawn."""
+    jpeg = bare / "me.jpg"
+    jpeg.write_bytes(image_bytes(Image.new("RGB", (320, 200), (30, 120, 200)), "JPEG"))
+    with open(jpeg, "rb") as handle:
+        result = alice.call_endpoint("users/me/avatar", method="POST", files=[handle])
+    assert result["result"] == "success", result
+    assert _png_size(site, result["avatar_url"]) == (100, 100)
+    assert _png_size(site, result["avatar_url"].replace(".png?", "-medium.png?")) == (500, 500)
+    assert _png_size(site, "/user_avatars/default/1.png") == (100, 100)
+
+
 def _drive(command: list[str], bare: Path) -> None:
     """The administrator's path: init, serve, create-user, a message, SIGTERM, restart, fetch again."""
     version = _run(command, bare, "--version")
@@ -237,6 +258,7 @@ def _drive(command: list[str], bare: Path) -> None:
         assert message["sender_email"] == ALICE
         assert all(part in message["content"] for part in (*RENDERED, thumbnail_url)), message["content"]
         _assert_web_client(site)
+        _assert_avatars(alice, site, bare)
     with _serving(command, bare, port):
         assert _fetch(owner, sent["id"]) == message
 

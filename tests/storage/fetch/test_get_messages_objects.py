@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from storage.model import flags
+from tests.support.channel_helpers import make_channel
 from tests.support.get_messages_helpers import (
     add_reaction_row,
     fetch,
@@ -47,7 +48,7 @@ def test_channel_message_object(people):
         "display_recipient": "general",
         "type": "stream",
         "stream_id": live.channel_id,
-        "avatar_url": None,
+        "avatar_url": f"/user_avatars/default/{live.owner.id}.png?v=1",  # served here: Gravatar is off
         "flags": [],
     }
     assert message_by_id(live.owner, message_id)["flags"] == ["read"]  # sent from a mobile client
@@ -90,8 +91,10 @@ def test_apply_markdown_false_gives_the_markdown(people):
     assert message["content_type"] == "text/html" and "<strong>bold</strong>" in message["content"]
 
 
-def test_avatar_url_is_null_only_for_a_gravatar_the_client_can_compute(people):
-    live = people
+def test_avatar_url_is_null_only_for_a_gravatar_the_client_can_compute(gravatar_live):
+    live = gravatar_live
+    live.alice, live.bob = live.make_user(), live.make_user()
+    make_channel(live, "general", [live.owner.id, live.alice.id, live.bob.id])
     message_id = post(live, live.alice, "general", "greetings", "hi")
     gravatar = message_by_id(live.bob, message_id, client_gravatar=False)["avatar_url"]
     assert gravatar.startswith("https://secure.gravatar.com/avatar/")

@@ -11,7 +11,6 @@ import nacl.exceptions
 import pytest
 
 from storage.model import flags
-from storage.org.users import avatar_url
 from storage.push.push_notifications import CHANNEL_SETTINGS, PUSH_DEVICES, WITHDRAW_WAITING
 from tests.support.helpers import assert_success, make_bot
 from tests.support.push_notify_helpers import (
@@ -39,8 +38,8 @@ def test_direct_message_payload_is_encrypted_with_the_device_key(live):
     assert payload == {
         **REALM, "user_id": bob.id, "type": "message", "message_id": message_id, "time": int(live.clock.now),
         "content": "Lunch at noon?", "sender_id": alice.id, "sender_full_name": "Alice",
-        "sender_avatar_url": avatar_url(live.user(alice.id)), "recipient_type": "direct",
-        "recipient_user_ids": sorted([alice.id, bob.id]),
+        "sender_avatar_url": f"http://127.0.0.1:9991/user_avatars/default/{alice.id}.png?v=1",
+        "recipient_type": "direct", "recipient_user_ids": sorted([alice.id, bob.id]),
     }  # fmt: skip
     [row] = outbox(live)
     assert (row["message_id"], row["attempts"], row["next_attempt_at"]) == (message_id, 0, live.clock.now)
