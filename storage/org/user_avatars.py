@@ -107,8 +107,10 @@ def access_avatar_url(tx: Tx, viewer: User | None, email_or_id: str, medium: boo
     (404) for an id or email that names nobody the viewer may name.
     """
     realm = get_realm(tx)
-    if email_or_id.isdigit():
-        target = users.get_user_by_id(tx, int(email_or_id)) if len(email_or_id) <= 18 else None
+    if re.fullmatch(r"[0-9]{1,18}", email_or_id):
+        target = users.get_user_by_id(tx, int(email_or_id))
+    elif re.fullmatch(r"[0-9]+", email_or_id):
+        target = None  # past any id
     elif viewer is not None:
         target = users.get_user_by_api_email(tx, email_or_id, realm)
         if target is not None and target.delivery_email.lower() == email_or_id.strip().lower():

@@ -114,6 +114,9 @@ class DefaultAvatarHandler(ImageHandler):
         size = avatars.MEDIUM_SIZE if medium else avatars.DEFAULT_SIZE
         self.send_png(await in_image_thread(avatar_images.default_avatar_png, int(user_id), size))
 
+    async def head(self, user_id: str, medium: str | None) -> None:  # type: ignore[override]
+        await self.get(user_id, medium)
+
 
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     (r"/users/me/avatar", OwnAvatarHandler),

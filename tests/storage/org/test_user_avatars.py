@@ -169,7 +169,8 @@ def test_avatar_redirect_errors(live):
     hidden = live.make_user(email="hidden@example.com")
     set_visibility(live, hidden.id, NOBODY)
     viewer = live.make_user()
-    for path in ("/avatar/999", "/avatar/nobody@example.com", "/avatar/hidden@example.com/medium"):
+    for path in ("/avatar/999", "/avatar/99999999999999999999", "/avatar/nobody@example.com",
+                 "/avatar/hidden@example.com/medium"):  # fmt: skip
         response = viewer.session.get(live.base_url + path, allow_redirects=False)
         assert_error(response, "No such user", status=404)
     assert redirect(viewer, f"/avatar/{dummy(hidden.id)}") == f"/user_avatars/default/{hidden.id}.png?v=1"
@@ -200,6 +201,8 @@ def test_default_avatars_are_served_for_any_id(live):
     assert response.status_code == 200 and "immutable" in response.headers["Cache-Control"]
     assert response.headers["X-Content-Type-Options"] == "nosniff"
     assert served_size(live, "/user_avatars/default/123456-medium.png?v=9") == (500, 500)
+    head = requests.head(live.base_url + "/user_avatars/default/7-medium.png", timeout=10)
+    assert (head.status_code, head.headers["Content-Type"], head.content) == (200, "image/png", b"")
     missing = "/user_avatars/1/0123456789abcdef0123456789abcdef.png"  # well formed, but no upload has it
     for path in ("/user_avatars/default/x.png", "/user_avatars/default/1.jpg", "/user_avatars/1/..%2Fzuliprc",
                  missing, "/user_avatars/1/tornchat.sqlite3"):  # fmt: skip
