@@ -67,6 +67,12 @@ def test_what_is_no_image_is_refused(data):
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("fmt", ["BMP", "TIFF", "PPM"])
+def test_only_the_web_formats_are_decoded(fmt):
+    """Pillow knows dozens of formats; untrusted bytes reach only the decoders of PNG, JPEG, GIF and WebP."""
+    assert refusal(encoded(Image.new("RGB", (20, 20), (1, 2, 3)), fmt)).code == "BAD_IMAGE"
+
+
 def test_a_truncated_image_is_refused():
     data = image_bytes(Image.new("RGB", (200, 200), (1, 2, 3)), "JPEG")
     assert refusal(data[: len(data) // 2]).code == "BAD_IMAGE"
