@@ -218,8 +218,8 @@ def _png_size(site: str, url: str) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def _assert_avatars(alice: zulip.Client, site: str, bare: Path) -> None:
-    """Pillow inside the artifact: a JPEG avatar decoded and resized, a default avatar drawn."""
+def _assert_avatars(alice: zulip.Client, site: str, bare: Path) -> str:
+    """Pillow inside the artifact: a JPEG avatar decoded and resized, a default avatar drawn; the avatar's URL."""
     jpeg = bare / "me.jpg"
     jpeg.write_bytes(image_bytes(Image.new("RGB", (320, 200), (30, 120, 200)), "JPEG"))
     with open(jpeg, "rb") as handle:
@@ -228,6 +228,7 @@ def _assert_avatars(alice: zulip.Client, site: str, bare: Path) -> None:
     assert _png_size(site, result["avatar_url"]) == (100, 100)
     assert _png_size(site, result["avatar_url"].replace(".png?", "-medium.png?")) == (500, 500)
     assert _png_size(site, "/user_avatars/default/1.png") == (100, 100)
+    return result["avatar_url"]
 
 
 def _drive(command: list[str], bare: Path) -> None:
@@ -258,7 +259,9 @@ def _drive(command: list[str], bare: Path) -> None:
         assert message["sender_email"] == ALICE
         assert all(part in message["content"] for part in (*RENDERED, thumbnail_url)), message["content"]
         _assert_web_client(site)
-        _assert_avatars(alice, site, bare)
+        avatar = _assert_avatars(alice, site, bare)
+        message = _fetch(owner, sent["id"])  # the sender's new avatar, after the restart too
+        assert message["avatar_url"] == avatar
     with _serving(command, bare, port):
         assert _fetch(owner, sent["id"]) == message
 
