@@ -70,7 +70,7 @@ def test_what_is_no_image_is_refused(data):
 @pytest.mark.parametrize("fmt", ["BMP", "TIFF", "PPM"])
 def test_only_the_web_formats_are_decoded(fmt):
     """Pillow knows dozens of formats; untrusted bytes reach only the decoders of PNG, JPEG, GIF and WebP."""
-    assert refusal(encoded(Image.new("RGB", (20, 20), (1, 2, 3)), fmt)).code == "BAD_IMAGE"
+    assert refusal(image_bytes(Image.new("RGB", (20, 20), (1, 2, 3)), fmt)).code == "BAD_IMAGE"
 
 
 def test_a_truncated_image_is_refused():
