@@ -75,3 +75,15 @@ def uploaded_logo_png(data: bytes) -> bytes:
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+def loading_svg() -> bytes:
+    """The image an inline preview shows until its thumbnail is made: a ring with a turning arc,
+    drawn with attributes only (the file is served under `default-src 'none'`, which refuses styles)."""
+    return (
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40" viewBox="0 0 40 40">'
+        b'<circle cx="20" cy="20" r="16" fill="none" stroke="#000" stroke-opacity="0.2" stroke-width="4"/>'
+        b'<path d="M20 4a16 16 0 0 1 16 16" fill="none" stroke="#000" stroke-width="4" stroke-linecap="round">'
+        b'<animateTransform attributeName="transform" type="rotate" from="0 20 20" to="360 20 20" dur="1s"'
+        b' repeatCount="indefinite"/></path></svg>'
+    )

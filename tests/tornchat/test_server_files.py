@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import urllib.parse
+from xml.etree import ElementTree
 
 import requests
 from PIL import Image
 
+from storage.messages.message_previews import PLACEHOLDER_SRC
 from storage.text import emoji
 from tests.support.events_helpers import register
 from tests.support.helpers import assert_success
@@ -71,3 +73,14 @@ def test_the_web_client_may_show_served_avatars(live):
     assert "img-src 'self'" in page.headers["Content-Security-Policy"]
     url = assert_success(live.owner.get("/users/me"))["avatar_url"]
     assert url.startswith("/user_avatars/") and png_size(get_site(live, url)) == (100, 100)
+
+
+def test_the_inline_preview_placeholder_is_served(live):
+    """Message HTML names Zulip's loading image until a thumbnail is made: it must load, as an SVG image."""
+    response = get_site(live, PLACEHOLDER_SRC)
+    assert response.status_code == 200, response.text
+    assert response.headers["Content-Type"] == "image/svg+xml"
+    assert response.headers["Content-Security-Policy"] == "default-src 'none'"
+    root = ElementTree.fromstring(response.content)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "style" not in response.text

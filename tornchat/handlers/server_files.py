@@ -1,6 +1,7 @@
 """The server's own files at the paths where Zulip serves them (its /static/), built at first use:
-the default realm icon, the `:zulip:` emoji and the emoji names POST /register's server_emoji_data_url
-names. No credentials: img tags and zulip-flutter (fetchServerEmojiData sends none) load them as they are.
+the default realm icon, the `:zulip:` emoji, the loading image of inline previews and the emoji
+names POST /register's server_emoji_data_url names. No credentials: img tags and zulip-flutter
+(fetchServerEmojiData sends none) load them as they are.
 
 Registered before the web client's /static/(.*), which would take these paths otherwise.
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable
 import tornado.web
 
 from storage.media import icons
+from storage.messages.message_previews import PLACEHOLDER_SRC
 from storage.org import realm_images
 from storage.text import emoji
 from tornchat.base import BaseHandler
@@ -48,5 +50,6 @@ class ServerFileHandler(BaseHandler):
 FILES: list[tuple[str, Callable[[], bytes], str]] = [
     (REALM_ICON_PATH, icons.realm_icon_png, "image/png"),
     (EXTRA_EMOJI_PATH, icons.extra_emoji_png, "image/png"),
+    (PLACEHOLDER_SRC, icons.loading_svg, "image/svg+xml"),
     (EMOJI_DATA_PATH, functools.cache(emoji.server_emoji_data), "application/json"),
 ]
