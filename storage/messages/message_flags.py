@@ -227,7 +227,8 @@ def update_message_flags_for_narrow(tx: Tx, user: User, request: FlagsForNarrowR
 # -- marking as read ---------------------------------------------------------------------------
 
 
-def _mark_read(tx: Tx, user: User, sql: str, params: list[Any]) -> list[int]:
+def mark_read(tx: Tx, user: User, sql: str, params: list[Any]) -> list[int]:
+    """Mark read the user's messages that `sql` (the user's id first, then `params`) finds; withdraw their pushes."""
     message_ids = tx.column(sql, [user.id, *params])
     tx.executemany(
         "UPDATE user_messages SET flags = flags | 1 WHERE user_id = ? AND message_id = ?",
@@ -245,7 +246,7 @@ def mark_stream_as_read(tx: Tx, user: User, stream_id: int) -> int:
     recipient_id = recipients.get_recipient(tx, recipients.CHANNEL, channel.id)
     if recipient_id is None:
         return 0
-    return len(_mark_read(tx, user, CHANNEL_UNREAD, [recipient_id]))
+    return len(mark_read(tx, user, CHANNEL_UNREAD, [recipient_id]))
 
 
 def mark_topic_as_read(tx: Tx, user: User, stream_id: int, topic_name: str) -> int:
@@ -253,11 +254,11 @@ def mark_topic_as_read(tx: Tx, user: User, stream_id: int, topic_name: str) -> i
     channel = access_channel_by_id(tx, user, stream_id, require_content=True)
     recipient_id = recipients.get_recipient(tx, recipients.CHANNEL, channel.id)
     if not topic_name:
-        return 0 if recipient_id is None else len(_mark_read(tx, user, CHANNEL_UNREAD, [recipient_id]))
+        return 0 if recipient_id is None else len(mark_read(tx, user, CHANNEL_UNREAD, [recipient_id]))
     key = topic_key(stored_topic(topic_name))
     if recipient_id is None or tx.one(USER_HAS_TOPIC, (user.id, recipient_id, key)) is None:
         raise ApiError(f"No such topic '{topic_name}'")
-    return len(_mark_read(tx, user, TOPIC_UNREAD, [recipient_id, key]))
+    return len(mark_read(tx, user, TOPIC_UNREAD, [recipient_id, key]))
 
 
 def mark_all_as_read(tx: Tx, user: User) -> int:

@@ -14,11 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from storage.db.tx import Tx
-from storage.messages.message_flags import UNREAD_ROWS, publish_flags
+from storage.messages.message_flags import UNREAD_ROWS, mark_read
 from storage.model.errors import ApiError
 from storage.model.user import User
 from storage.org.users import access_user_by_id
-from storage.push import push_notifications
 
 # The muting user's unread messages from the muted user, by the user_messages_unread index.
 UNREAD_FROM_SENDER = UNREAD_ROWS + " AND m.sender_id = ? ORDER BY um.message_id"
@@ -62,14 +61,7 @@ def mute_user(tx: Tx, user: User, muted_user_id: int) -> None:
     if cursor.rowcount == 0:
         raise ApiError("User already muted")
     # As Zulip: what the muted user sent and the muting user has not read yet is read now.
-    message_ids = tx.column(UNREAD_FROM_SENDER, (user.id, muted.id))
-    tx.executemany(
-        "UPDATE user_messages SET flags = flags | 1 WHERE user_id = ? AND message_id = ?",
-        [(user.id, message_id) for message_id in message_ids],
-    )
-    if message_ids:
-        push_notifications.withdraw_for_user(tx, user.id, message_ids)
-        publish_flags(tx, user, "add", "read", message_ids)
+    mark_read(tx, user, UNREAD_FROM_SENDER, [muted.id])
     _changed(tx, user)
 
 

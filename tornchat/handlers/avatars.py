@@ -93,18 +93,21 @@ class ImageHandler(BaseHandler):
         self.set_header("Cache-Control", cache_control)
         self.finish(data)
 
-
-class UploadedAvatarHandler(ImageHandler):
-    """/user_avatars/1/{avatar_file}[-medium].png: an uploaded avatar's files."""
-
-    def get(self, file_name: str) -> None:
-        path = user_avatars.avatar_file_path(self.server.settings.data_dir, file_name)
+    def send_png_file(self, path: str | None) -> None:
+        """Send a stored PNG; 404 when the name was refused (None) or the file is gone."""
         try:
             with open(path or "", "rb") as image:
                 data = image.read()
         except FileNotFoundError:
             raise tornado.web.HTTPError(404) from None
         self.send_png(data)
+
+
+class UploadedAvatarHandler(ImageHandler):
+    """/user_avatars/1/{avatar_file}[-medium].png: an uploaded avatar's files."""
+
+    def get(self, file_name: str) -> None:
+        self.send_png_file(user_avatars.avatar_file_path(self.server.settings.data_dir, file_name))
 
 
 class DefaultAvatarHandler(ImageHandler):

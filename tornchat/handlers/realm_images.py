@@ -75,13 +75,7 @@ class RealmImageFileHandler(ImageHandler):
     """/user_avatars/1/realm/{file}.png: an uploaded icon or logo (a new upload gets a new name)."""
 
     def get(self, file_name: str) -> None:
-        path = realm_images.image_file_path(self.server.settings.data_dir, file_name)
-        try:
-            with open(path or "", "rb") as image:
-                data = image.read()
-        except FileNotFoundError:
-            raise tornado.web.HTTPError(404) from None
-        self.send_png(data)
+        self.send_png_file(realm_images.image_file_path(self.server.settings.data_dir, file_name))
 
 
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
