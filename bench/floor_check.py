@@ -61,8 +61,8 @@ def check(
             i = differing[0]
             print(f"    first: {rows[i][0]}\n    {first_difference(ours[i][1], floor[i][1])}")
     features = [b'"type":"private"', b'"emoji_code"', b'"edit_history"', b'"last_moved_timestamp"',
-                b'"subject":"general chat"', b'"avatar_url":null', b'"avatar_url":"https', b'"historical"',
-                b'"match_content"']  # fmt: skip
+                b'"subject":"general chat"', b'"avatar_url":null', b'"avatar_url":"https',
+                b'"avatar_url":"/user_avatars/', b'"historical"', b'"match_content"']  # fmt: skip
     tornchat = [
         body for name, rows in requests.items() for _, body in bodies[name][: len(rows[:limit] if limit else rows)]
     ]

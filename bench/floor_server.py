@@ -150,19 +150,28 @@ class State:
         q = self.db.execute
         if q("SELECT count(*) FROM linkifiers").fetchone()[0]:
             raise SystemExit("the floor computes no topic_links: this database has linkifiers")
-        self.email_host, self.allow_edit_history = q("SELECT email_host, allow_edit_history FROM realm").fetchone()
+        self.email_host, self.allow_edit_history, gravatar_on = q(
+            "SELECT email_host, allow_edit_history, enable_gravatar FROM realm"
+        ).fetchone()
         self.people: dict[int, Person] = {}
         self.by_email: dict[str, Person] = {}
         for row in q(
             "SELECT id, delivery_email, full_name, api_key, role, is_active, is_bot, avatar_version,"
-            " avatar_source, email_address_visibility FROM users"
+            " avatar_source, email_address_visibility, avatar_file FROM users"
         ):
-            uid, delivery, name, key, role, active, bot, version, source, visibility = row
+            uid, delivery, name, key, role, active, bot, version, source, visibility, file = row
             shown = delivery if bot or visibility == EVERYONE else f"user{uid}@{self.email_host}"
-            digest = hashlib.md5(delivery.lower().encode(), usedforsecurity=False).hexdigest()
+            # An uploaded avatar, else Gravatar when the server turns it on, else the drawn default.
+            gravatar = bool(gravatar_on) and source != "U"
+            if source == "U":
+                avatar = f"/user_avatars/1/{file}.png?v={version}"
+            elif gravatar:
+                digest = hashlib.md5(delivery.lower().encode(), usedforsecurity=False).hexdigest()
+                avatar = f"https://secure.gravatar.com/avatar/{digest}?v={version}"
+            else:
+                avatar = f"/user_avatars/default/{uid}.png?v={version}"
             person = Person(
-                uid, name, shown, f"https://secure.gravatar.com/avatar/{digest}?v={version}",
-                visibility == EVERYONE and source == "G", key, bool(active), role == GUEST,
+                uid, name, shown, avatar, visibility == EVERYONE and gravatar, key, bool(active), role == GUEST,
             )  # fmt: skip
             self.people[uid] = person
             self.by_email[delivery.lower()] = self.by_email[f"user{uid}@{self.email_host}".lower()] = person
