@@ -234,6 +234,48 @@ def test_message_html_never_runs(chat_team):
     assert contents.count() >= len(hostile)
 
 
+def test_an_empty_channels_first_message_ends_no_messages_yet(chat_team):
+    quiet = make_channel(chat_team.live, "quiet", [chat_team.live.owner.id, chat_team.bob.id])
+    bob_page = chat_team.bob_page
+    chat_team.channel_item(bob_page, quiet).wait_for()
+    chat_team.open_channel(bob_page, quiet)
+    status = bob_page.get_by_test_id("list-status")
+    status.get_by_text("No messages here yet.").wait_for()
+    send_ok(chat_team.live.owner, "quiet", "the first words here", topic="hello")
+    bob_page.get_by_text("the first words here").wait_for()
+    assert status.inner_text().strip() == "Beginning of this conversation"
+
+
+def test_a_message_deleted_as_it_is_marked_read_shows_no_error(chat_team):
+    """The message is deleted between the page's read-flag request and the server's answer: the server
+    refuses the batch ("Invalid message(s)"), the delete event follows, and the page says nothing."""
+    bob_page = chat_team.bob_page
+    chat_team.open_channel(bob_page, chat_team.general)
+    deleted: list[int] = []
+
+    def delete_then_continue(route: Any) -> None:
+        ids = json.loads(urllib.parse.parse_qs(route.request.post_data or "").get("messages", ["[]"])[0])
+        if not deleted and ids:
+            for message_id in ids:
+                assert_success(chat_team.live.owner.delete(f"/messages/{message_id}"))
+            deleted.extend(ids)
+        route.continue_()
+
+    bob_page.route("**/api/v1/messages/flags", delete_then_continue)
+    try:
+        sent = send_ok(chat_team.live.owner, "general", "gone in a moment", topic="race")
+        for _ in range(100):
+            if deleted:
+                break
+            bob_page.wait_for_timeout(100)
+        assert deleted == [sent]
+        bob_page.wait_for_timeout(3000)  # past the page's grace for the delete event, and its retry
+        assert bob_page.get_by_text("Could not mark messages as read").count() == 0
+        assert chat_team.message(bob_page, sent).count() == 0
+    finally:
+        bob_page.unroute("**/api/v1/messages/flags")
+
+
 def test_no_page_broke_the_content_security_policy(chat_team):
     assert chat_team.browser.console.csp_violations() == []
     assert [line for line in chat_team.browser.console.lines if line.startswith("pageerror")] == []

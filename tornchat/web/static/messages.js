@@ -9,6 +9,7 @@ import { clear, el, formatDate, toast } from "./ui.js";
 
 const PAGE = 60;
 const EDGE = 400; // px from an end of the list that triggers the next page
+const DELETE_GRACE_MS = 1500; // how long a delete_message event may trail the refusal of a read flag
 
 const view = {
   narrow: null,
@@ -40,7 +41,7 @@ function messageById(id) {
 
 /** Builds the scroll container (data-testid="message-list") once. */
 export function createMessageList() {
-  statusTop = el("div", { class: "list-status", "aria-live": "polite" });
+  statusTop = el("div", { class: "list-status", "data-testid": "list-status", "aria-live": "polite" });
   statusBottom = el("div", { class: "list-status" });
   innerEl = el("div", { class: "messages" });
   listEl = el(
@@ -297,15 +298,35 @@ function onIntersect(entries) {
   if (pendingRead.size && !readTimer) readTimer = setTimeout(flushRead, 400);
 }
 
-async function flushRead() {
+async function flushRead(retry = false) {
   readTimer = null;
-  const ids = [...pendingRead];
+  const ids = [...pendingRead].filter((id) => messageById(id));
   pendingRead.clear();
   if (!ids.length) return;
   try {
     await api("POST", "/messages/flags", { messages: ids, op: "add", flag: "read" });
     for (const id of ids) markFlag(id, "read", true);
   } catch (err) {
+    // A message deleted (or moved out of reach) after it was seen: the server refuses the whole
+    // batch, and the delete_message event follows. Once that event has had time to remove it, the
+    // rest is sent again; refused again, each is sent alone, and one still refused is gone: there
+    // is nothing to tell.
+    if (err.message === "Invalid message(s)") {
+      if (!retry) {
+        setTimeout(() => {
+          for (const id of ids) pendingRead.add(id);
+          flushRead(true);
+        }, DELETE_GRACE_MS);
+      } else {
+        for (const id of ids) {
+          api("POST", "/messages/flags", { messages: [id], op: "add", flag: "read" }).then(
+            () => markFlag(id, "read", true),
+            () => {},
+          );
+        }
+      }
+      return;
+    }
     toast("Could not mark messages as read: " + err.message, "error");
   }
 }
@@ -336,11 +357,16 @@ onEvent("message", (event) => {
   if (!view.foundOldest && view.messages.length && message.id < view.messages[0].id) return;
   const nearBottom = listEl.scrollHeight - listEl.scrollTop - listEl.clientHeight < 120;
   insert([message]);
+  updateStatus(); // an empty conversation's first message: no longer "No messages here yet."
   if (nearBottom || message.sender_id === state.me.user_id) scrollToBottom();
 });
 
 onEvent("delete_message", (event) => {
-  for (const id of event.message_ids || [event.message_id]) removeMessage(id);
+  for (const id of event.message_ids || [event.message_id]) {
+    pendingRead.delete(id);
+    removeMessage(id);
+  }
+  if (view.narrow) updateStatus();
 });
 
 onEvent("update_message", (event) => {
