@@ -276,6 +276,26 @@ def test_a_message_deleted_as_it_is_marked_read_shows_no_error(chat_team):
         bob_page.unroute("**/api/v1/messages/flags")
 
 
+def test_moving_to_another_channel_leaves_the_message_being_written_where_it_was(chat_team):
+    alice = chat_team.alice_page
+    chat_team.open_channel(alice, chat_team.general)
+    compose_to_channel(alice, chat_team.general, "roadmap")
+    alice.get_by_test_id("compose-content").fill("the plan for next week")
+    chat_team.open_channel(alice, chat_team.history)
+    assert alice.get_by_test_id("compose-channel").input_value() == str(chat_team.general)
+    assert alice.get_by_test_id("compose-topic").input_value() == "roadmap"
+    assert alice.get_by_test_id("compose-content").input_value() == "the plan for next week"
+    alice.get_by_test_id("compose-send").click()
+
+    def newest() -> tuple[str, str, int]:
+        body = assert_success(chat_team.bob.get("/messages", {"anchor": "newest", "num_before": 1, "num_after": 0}))
+        message = body["messages"][-1]
+        return message["content"], message["subject"], message["stream_id"]
+
+    wait_until(lambda: "the plan" in newest()[0], "the message to arrive")
+    assert newest() == ("<p>the plan for next week</p>", "roadmap", chat_team.general)
+
+
 def test_no_page_broke_the_content_security_policy(chat_team):
     assert chat_team.browser.console.csp_violations() == []
     assert [line for line in chat_team.browser.console.lines if line.startswith("pageerror")] == []

@@ -1,6 +1,6 @@
 // Tornchat's web client: sign-in, then the chat page (header, sidebar, messages, compose).
 import { ApiError, currentAuth, forgetAuth, loadAuth, onSignedOutElsewhere } from "./api.js";
-import { composeFor, createCompose, refreshCompose } from "./compose.js";
+import { composeFor, composing, createCompose, refreshCompose } from "./compose.js";
 import { startEvents, stopEvents } from "./events.js";
 import { register } from "./load.js";
 import { renderLogin } from "./login.js";
@@ -36,7 +36,8 @@ function closeSidebarOnPhone() {
 export function navigate(narrow, { replace = false } = {}) {
   setSelected(narrow);
   titleEl.textContent = title(narrow);
-  composeFor(narrow);
+  // As in Zulip, a message being written keeps its recipient (and its draft) when the view changes.
+  if (!composing()) composeFor(narrow);
   const hash = toHash(narrow);
   if (location.hash !== hash) history[replace ? "replaceState" : "pushState"](null, "", hash);
   closeSidebarOnPhone();

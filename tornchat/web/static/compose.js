@@ -71,6 +71,11 @@ function refreshChannels(chosen = f.channel.value) {
   f.channel.value = lost ? "" : chosen || f.channel.value;
 }
 
+/** Whether a message is being written: then moving to another view leaves its recipient alone. */
+export function composing() {
+  return f.content.value.trim() !== "";
+}
+
 /** Points the compose box at a narrow's conversation (keeps the text). */
 export function composeFor(narrow) {
   const before = JSON.stringify(conversation());
