@@ -11,7 +11,7 @@ import tomllib
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import msgspec.structs
@@ -245,15 +245,9 @@ def _add_bouncer_credentials(values: dict[str, object], sources: dict[str, _Sour
 
 def read_bouncer_credentials(path: str) -> dict[str, str]:
     """The push bouncer settings kept at `path` ({} when there is none); ValueError for a bad file."""
-    try:
-        with open(path, "rb") as handle:
-            stored = json.load(handle)
-    except FileNotFoundError:
+    stored = _load_file(path, json.load, "JSON")
+    if stored is None:
         return {}
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror}") from None
-    except ValueError as error:
-        raise ValueError(f"cannot read {path}: not valid JSON: {error}") from None
     if not isinstance(stored, dict) or not all(isinstance(stored.get(k), str) for k in PUSH_BOUNCER_KEYS):
         raise ValueError(f"cannot read {path}: expected an object of strings {', '.join(PUSH_BOUNCER_KEYS)}")
     return {name: stored[name] for name in PUSH_BOUNCER_KEYS}
@@ -269,17 +263,25 @@ def _file_values(path: str) -> dict[str, object]:
     return values
 
 
-def read_config_file(path: str) -> dict[str, object]:
-    """The settings of a tornchat.toml ({} when there is none); ValueError for a bad file or key."""
+def _load_file(path: str, load: Callable[[BinaryIO], Any], kind: str) -> Any:
+    """The parsed content of the file at `path`, None when there is none; ValueError for one that cannot
+    be read or parsed (a decode error, or bytes that are not UTF-8), naming the file."""
     try:
         with open(path, "rb") as handle:
-            values = tomllib.load(handle)
+            return load(handle)
     except FileNotFoundError:
-        return {}
+        return None
     except OSError as error:
         raise ValueError(f"cannot read {path}: {error.strerror}") from None
-    except ValueError as error:  # TOMLDecodeError, or bytes that are not UTF-8
-        raise ValueError(f"cannot read {path}: not valid TOML: {error}") from None
+    except ValueError as error:
+        raise ValueError(f"cannot read {path}: not valid {kind}: {error}") from None
+
+
+def read_config_file(path: str) -> dict[str, object]:
+    """The settings of a tornchat.toml ({} when there is none); ValueError for a bad file or key."""
+    values = _load_file(path, tomllib.load, "TOML")
+    if values is None:
+        return {}
     for key in values:
         if key in REFUSED_FILE_KEYS:
             raise ValueError(f"{key} cannot be set in {path}: {REFUSED_FILE_KEYS[key]}")

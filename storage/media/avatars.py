@@ -14,15 +14,13 @@ import io
 
 from PIL import Image, ImageDraw, ImageOps
 
+from storage.media.thumbnail import DECODERS
 from storage.model.avatars import DEFAULT_SIZE, MEDIUM_SIZE
 from storage.model.errors import ApiError
 
 # Pixels an uploaded image may have (width x height, of its largest frame): about 100 MB decoded as RGBA.
 # Zulip refuses images past its IMAGE_BOMB_TOTAL_PIXELS (90 million); this server is smaller.
 MAX_PIXELS = 25_000_000
-# The decoders untrusted bytes may reach (Zulip's avatars: what libvips loads with untrusted loaders
-# blocked): the common web formats, not every format Pillow knows.
-FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
 
 
 def bad_image(msg: str = "Could not decode image; did you upload an image file?") -> ApiError:
@@ -33,7 +31,7 @@ def bad_image(msg: str = "Could not decode image; did you upload an image file?"
 def open_image(data: bytes) -> Image.Image:
     """Return the image in data with only its header read; raise BAD_IMAGE for what cannot be read or is too large."""
     try:
-        image = Image.open(io.BytesIO(data), formats=FORMATS)
+        image = Image.open(io.BytesIO(data), formats=DECODERS)
     except (OSError, ValueError, SyntaxError):
         raise bad_image() from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):

@@ -40,6 +40,8 @@ DEFAULT_FRAME_MS = 100
 # The content types thumbnailed, and the only Pillow decoders ever tried on an upload. Zulip also
 # takes HEIC, AVIF, TIFF and SVG (libvips decodes them); Pillow's wheels do not cover them all.
 PLUGINS = {"image/gif": "GIF", "image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WEBP"}
+# Every Pillow decoder untrusted bytes may reach, here and for avatars (storage/media/avatars.py).
+DECODERS = list(PLUGINS.values())
 # EXIF orientations 5 to 8 turn the image a quarter: shown width and height swap.
 _QUARTER_TURNS = {5, 6, 7, 8}
 
@@ -58,7 +60,7 @@ class ImageInfo(msgspec.Struct, frozen=True):
 
 
 def _open(path: str) -> Image.Image:
-    return Image.open(path, formats=list(PLUGINS.values()))
+    return Image.open(path, formats=DECODERS)
 
 
 def _frame_count(image: Image.Image) -> int:
