@@ -313,3 +313,20 @@ def test_readme_lists_every_setting():
     for name in FILE_KEYS:
         variable = f"TORNCHAT_{name.upper()}"
         assert f"`{variable}`" in table
+
+
+def test_a_bad_organization_id_or_key_is_refused_naming_where_it_came_from(tmp_path):
+    path = write_config(tmp_path, 'push_bouncer_url = "https://push.example"\nzulip_org_id = "not-a-uuid"')
+    with pytest.raises(ValueError) as error:
+        load(tmp_path, environ={"TORNCHAT_ZULIP_ORG_KEY": ORG_KEY})
+    assert re.fullmatch(
+        re.escape(f"invalid zulip_org_id 'not-a-uuid' (zulip_org_id in {path}): expected a UUID such as ")
+        + "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        str(error.value),
+    ), str(error.value)
+    write_config(tmp_path, f'push_bouncer_url = "https://push.example"\nzulip_org_id = "{ORG_ID}"')
+    with pytest.raises(ValueError) as error:
+        load(tmp_path, environ={"TORNCHAT_ZULIP_ORG_KEY": "short"})
+    assert str(error.value).startswith("invalid zulip_org_key (")
+    assert "TORNCHAT_ZULIP_ORG_KEY" in str(error.value) and str(error.value).endswith(": expected 64 characters")
+    assert "short" not in str(error.value)  # a secret is never echoed
